@@ -31,6 +31,11 @@ if(REDLINE_GPU_BACKEND STREQUAL "cuda")
   endif()
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
+  # CMake 3.25 does not know nvcc 13's C++20 flag; tell it (newer CMake already knows).
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
   set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   set(REDLINE_GPU_ARCHS "${CMAKE_CUDA_ARCHITECTURES}")
@@ -45,12 +50,14 @@ else()
   set(REDLINE_GPU_ARCHS "")
 endif()
 
-# Adds the .cu sources to target (or the no-GPU stand-ins when the backend is off).
+# Adds the .cu sources to target, or when the backend is off the CPU-only stand-ins
+# src/backend/no_gpu*.cpp (each GPU entry point there throws a redline::Error saying how to rebuild).
 function(redline_add_gpu_sources target sources)
   string(REPLACE ";" "," archs "${REDLINE_GPU_ARCHS}")
   target_compile_definitions(${target} PUBLIC REDLINE_GPU_ARCHS="${archs}")
   if(REDLINE_GPU_BACKEND STREQUAL "off")
-    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src/backend/no_gpu.cpp)
+    file(GLOB no_gpu_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/no_gpu*.cpp)
+    target_sources(${target} PRIVATE ${no_gpu_sources})
     target_compile_definitions(${target} PUBLIC REDLINE_HAS_GPU=0 REDLINE_GPU_VENDOR="none")
     return()
   endif()

@@ -51,7 +51,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::fprintf(stderr, "redline: unknown command '%s' (expected one of: doctor, play)\n",
-               argv[1]);
+  std::fprintf(stderr, "redline: unknown command '%s' (expected one of: doctor, play)\n", argv[1]);
   return 2;
 }

@@ -14,11 +14,11 @@
 namespace redline {
 
 struct AllocatorStats {
-  size_t current_bytes = 0;   // bytes handed out and not yet returned (rounded sizes)
-  size_t peak_bytes = 0;      // maximum of current_bytes since the last reset_peak()
-  size_t reserved_bytes = 0;  // bytes obtained from the device, cached ones included
-  uint64_t allocations = 0;   // allocate() calls
-  uint64_t cache_hits = 0;    // allocate() calls served from the cache
+  size_t current_bytes = 0;      // bytes handed out and not yet returned (rounded sizes)
+  size_t peak_bytes = 0;         // maximum of current_bytes since the last reset_peak()
+  size_t reserved_bytes = 0;     // bytes obtained from the device, cached ones included
+  uint64_t allocations = 0;      // allocate() calls
+  uint64_t cache_hits = 0;       // allocate() calls served from the cache
   uint64_t raw_allocations = 0;  // calls to the device's own allocator
 };
 

@@ -12,31 +12,45 @@ namespace redline {
 
 enum class DType : uint8_t { f32, bf16, f16, u8, i32, i64, boolean };
 
-inline constexpr DType kAllDTypes[] = {DType::f32, DType::bf16, DType::f16, DType::u8,
+inline constexpr DType kAllDTypes[] = {DType::f32, DType::bf16, DType::f16,    DType::u8,
                                        DType::i32, DType::i64,  DType::boolean};
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::bf16: return 2;
-    case DType::f16: return 2;
-    case DType::u8: return 1;
-    case DType::i32: return 4;
-    case DType::i64: return 8;
-    case DType::boolean: return 1;
+    case DType::f32:
+      return 4;
+    case DType::bf16:
+      return 2;
+    case DType::f16:
+      return 2;
+    case DType::u8:
+      return 1;
+    case DType::i32:
+      return 4;
+    case DType::i64:
+      return 8;
+    case DType::boolean:
+      return 1;
   }
   return 0;
 }
 
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::bf16: return "bf16";
-    case DType::f16: return "f16";
-    case DType::u8: return "u8";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "f32";
+    case DType::bf16:
+      return "bf16";
+    case DType::f16:
+      return "f16";
+    case DType::u8:
+      return "u8";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }
@@ -48,7 +62,6 @@ constexpr bool dtype_is_floating(DType t) {
 // Parses "f32", "bf16", "f16", "u8", "i32", "i64", "bool"; throws redline::Error otherwise.
 DType parse_dtype(std::string_view name);
 
-
 // Maps a C++ type to its DType. bf16 and f16 values are carried as these 16-bit wrappers.
 struct BFloat16 {
   uint16_t bits;
@@ -59,13 +72,34 @@ struct Float16 {
 
 template <typename T>
 struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::f32; };
-template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::bf16; };
-template <> struct DTypeOf<Float16> { static constexpr DType value = DType::f16; };
-template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::u8; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::i32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::i64; };
-template <> struct DTypeOf<bool> { static constexpr DType value = DType::boolean; };
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::f32;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::bf16;
+};
+template <>
+struct DTypeOf<Float16> {
+  static constexpr DType value = DType::f16;
+};
+template <>
+struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::u8;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::i32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::i64;
+};
+template <>
+struct DTypeOf<bool> {
+  static constexpr DType value = DType::boolean;
+};
 
 // float -> bf16 with round-to-nearest-even; NaN stays NaN.
 REDLINE_HD inline uint16_t float_to_bf16_bits(float f) {
@@ -89,7 +123,7 @@ REDLINE_HD inline uint16_t float_to_f16_bits(float f) {
   memcpy(&u, &f, 4);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t abs = u & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);  // NaN
+  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
   if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to inf
   if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);

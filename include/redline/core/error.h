@@ -45,8 +45,8 @@ std::string format(std::string_view fmt, const Args&... args) {
 }  // namespace redline
 
 // User errors: throws redline::Error with the formatted sentence when cond is false.
-#define REDLINE_CHECK(cond, ...)                            \
-  do {                                                      \
+#define REDLINE_CHECK(cond, ...)                                         \
+  do {                                                                   \
     if (!(cond)) throw ::redline::Error(::redline::format(__VA_ARGS__)); \
   } while (0)
 

@@ -131,10 +131,22 @@ REDLINE_HD inline void portable_sincos_turns(float v, float* sin_out, float* cos
   cp = fma_rn(x2, cp, -0.5f);
   const float c = fma_rn(x2, cp, 1.0f);
   switch (quadrant & 3) {
-    case 0: *sin_out = s; *cos_out = c; break;
-    case 1: *sin_out = c; *cos_out = -s; break;
-    case 2: *sin_out = -s; *cos_out = -c; break;
-    default: *sin_out = -c; *cos_out = s; break;
+    case 0:
+      *sin_out = s;
+      *cos_out = c;
+      break;
+    case 1:
+      *sin_out = c;
+      *cos_out = -s;
+      break;
+    case 2:
+      *sin_out = -s;
+      *cos_out = -c;
+      break;
+    default:
+      *sin_out = -c;
+      *cos_out = s;
+      break;
   }
 }
 
@@ -156,8 +168,7 @@ class Philox {
   REDLINE_HD uint32_t next_u32() {
     if (used_ == 4) {
       const PhiloxBlock ctr{{static_cast<uint32_t>(block_), static_cast<uint32_t>(block_ >> 32),
-                             static_cast<uint32_t>(stream_),
-                             static_cast<uint32_t>(stream_ >> 32)}};
+                             static_cast<uint32_t>(stream_), static_cast<uint32_t>(stream_ >> 32)}};
       buffer_ = philox4x32_10(ctr, key0_, key1_);
       ++block_;
       used_ = 0;

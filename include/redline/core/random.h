@@ -66,8 +66,8 @@ class Generator {
 };
 
 // Fills a contiguous tensor on the generator's device and advances the generator's offset.
-void uniform_(Tensor& out, Generator& gen);                // f32 in [0, 1)
-void normal_(Tensor& out, Generator& gen);                 // f32 standard normal
+void uniform_(Tensor& out, Generator& gen);                  // f32 in [0, 1)
+void normal_(Tensor& out, Generator& gen);                   // f32 standard normal
 void randint_(Tensor& out, uint32_t bound, Generator& gen);  // i32 or i64 in [0, bound)
 
 }  // namespace redline

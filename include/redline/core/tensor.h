@@ -22,7 +22,7 @@ int64_t shape_numel(const Shape& shape);
 // A block of bytes on one device, returned to its allocator when the last tensor lets go.
 class Storage {
  public:
-  Storage(size_t bytes, Device device);                  // allocates (caching allocator)
+  Storage(size_t bytes, Device device);  // allocates (caching allocator)
   Storage(void* data, size_t bytes, Device device, std::shared_ptr<void> owner);  // wraps memory
   ~Storage();
   Storage(const Storage&) = delete;
@@ -109,7 +109,8 @@ class Tensor {
   // Element at a multi-index, as double (host read; for tests and printing).
   double at(const std::vector<int64_t>& index) const;
 
-  // ---- views (share storage) ----------------------------------------------------------------------
+  // ---- views (share storage)
+  // ----------------------------------------------------------------------
   Tensor view(const Shape& shape) const;     // contiguous only; one -1 is inferred
   Tensor reshape(const Shape& shape) const;  // view when possible, else a copy
   Tensor permute(const std::vector<int>& dims) const;
@@ -119,7 +120,7 @@ class Tensor {
   Tensor unsqueeze(int dim) const;
   Tensor squeeze(int dim) const;
 
-  std::string str() const;  // readable printing with shape, dtype and device
+  std::string str() const;       // readable printing with shape, dtype and device
   std::string describe() const;  // "f32 (2, 3) on gpu:0"
 
  private:

@@ -42,14 +42,14 @@ __device__ inline T warp_sum(T value) {
 }  // namespace redline::gpu
 
 // Runtime calls: throws redline::Error naming the call, the error and where it happened.
-#define GPU_CHECK(call)                                                                     \
-  do {                                                                                      \
-    const cudaError_t redline_status_ = (call);                                             \
-    if (redline_status_ != cudaSuccess) {                                                   \
-      throw ::redline::Error(::redline::format("GPU call {} failed: {} ({}:{})", #call,     \
+#define GPU_CHECK(call)                                                                       \
+  do {                                                                                        \
+    const cudaError_t redline_status_ = (call);                                               \
+    if (redline_status_ != cudaSuccess) {                                                     \
+      throw ::redline::Error(::redline::format("GPU call {} failed: {} ({}:{})", #call,       \
                                                cudaGetErrorString(redline_status_), __FILE__, \
-                                               __LINE__));                                  \
-    }                                                                                       \
+                                               __LINE__));                                    \
+    }                                                                                         \
   } while (0)
 
 // After every kernel launch.

@@ -1,0 +1,16 @@
+// CPU twins of the GPU kernels in src/backend/gpu/ (same signatures, plain pointers).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/gpu_api.h"
+
+namespace redline::cpu {
+
+void fill(void* dst, int64_t n, int elem_size, uint64_t pattern);
+void strided_copy(void* dst, const void* src, int elem_size, const gpu::StridedLayout& layout,
+                  int64_t numel);
+void random_fill(void* dst, int64_t n, gpu::RandomKind kind, uint32_t int_bound, uint64_t seed,
+                 uint64_t stream_id, int64_t* offset);
+
+}  // namespace redline::cpu
