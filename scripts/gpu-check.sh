@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: builds the cuda preset, runs every test (GPU parity included),
+# `redline doctor`, the benchmarks and their PyTorch peers, and writes logs plus a summary to
+# $OUT (default: ./gpu-check-out).
+# Usage: scripts/gpu-check.sh [stage ...]   stages: build test doctor bench peers (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-check-out}"
+mkdir -p "$OUT"
+# The device tool returns at most 8 files: logs are gathered in LOGS and packed into one archive.
+LOGS=$(mktemp -d)
+trap 'tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null' EXIT
+stages=("$@")
+[[ ${#stages[@]} -gt 0 ]] || stages=(build test doctor bench peers)
+want() { local s; for s in "${stages[@]}"; do [[ "$s" == "$1" ]] && return 0; done; return 1; }
+summary="$OUT/summary.txt"
+log() { echo "$*" | tee -a "$summary"; }
+build=build/gpu-check
+export PATH="$PATH:/usr/local/cuda/bin"
+export REDLINE_CACHE_DIR="$PWD/$build/cache"
+
+log "gpu-check $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | tee -a "$summary"
+
+if want build; then
+  t=$(date +%s)
+  if cmake -S . -B "$build" -G Ninja -DREDLINE_GPU=cuda -DCMAKE_BUILD_TYPE=Release \
+       -DCMAKE_CUDA_ARCHITECTURES=90 >"$LOGS/configure.log" 2>&1 &&
+     cmake --build "$build" -j "$(nproc)" >"$LOGS/build.log" 2>&1; then
+    log "build: ok in $(( $(date +%s) - t ))s"
+  else
+    log "build: FAILED (see build.log)"; tail -40 "$LOGS/build.log"; exit 1
+  fi
+fi
+
+if want test; then
+  ctest --test-dir "$build" -j 4 --timeout 300 --output-on-failure >"$LOGS/ctest.log" 2>&1
+  log "tests: $(grep -E 'tests passed|tests failed' "$LOGS/ctest.log" | tail -1)"
+  grep -E '^\s*[0-9]+ - .*\((Failed|SEGFAULT|Timeout|Exception|Subprocess)' "$LOGS/ctest.log" | tee -a "$summary"
+  # GPU tests: count those that ran (not skipped) and those that passed.
+  for t in "$build"/tests/test_*; do
+    [[ -x "$t" ]] || continue
+    "$t" --gtest_filter='*Gpu*:*GPU*:*gpu*' >"$LOGS/$(basename "$t")_gpu.log" 2>&1
+    ran=$(grep -c '^\[       OK \]\|^\[  FAILED  \] [A-Za-z]' "$LOGS/$(basename "$t")_gpu.log")
+    failed=$(grep -c '^\[  FAILED  \] [A-Za-z].*(' "$LOGS/$(basename "$t")_gpu.log")
+    skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z].*(' "$LOGS/$(basename "$t")_gpu.log")
+    log "  $(basename "$t") GPU tests: $((ran - failed)) passed, $failed failed, $skipped skipped"
+  done
+fi
+
+if want doctor; then
+  "$build/redline" doctor >"$OUT/doctor.txt" 2>&1; log "doctor: exit $?"
+  "$build/redline" doctor --json >"$OUT/doctor.json" 2>"$LOGS/doctor_json.err"; log "doctor --json: exit $?"
+fi
+
+if want bench; then
+  for b in "$build"/bench/bench_*; do
+    [[ -x "$b" ]] || continue
+    name=$(basename "$b")
+    timeout 240 "$b" >"$LOGS/$name.txt" 2>&1; log "$name: exit $?"
+  done
+fi
+
+if want peers; then
+  for p in bench/peer_*.py; do
+    [[ -f "$p" ]] || continue
+    name=$(basename "$p" .py)
+    PYTHONUNBUFFERED=1 timeout 240 python3 "$p" >"$LOGS/$name.txt" 2>&1; log "$name: exit $?"
+  done
+fi
+log "gpu-check done $(date -u +%FT%TZ)"
