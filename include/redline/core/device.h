@@ -1,6 +1,7 @@
 // Where a tensor lives: the CPU or one GPU (CUDA or HIP, whichever this build targets).
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <string_view>

@@ -133,13 +133,19 @@ float event_elapsed_ms(EventHandle start, EventHandle end) {
   return ms;
 }
 
+// Relaxed mode: the caching allocator may call cudaMalloc while a step is captured (the block
+// then belongs to the graph's private pool), which the stricter modes forbid.
 void begin_capture(StreamHandle stream) {
-  GPU_CHECK(cudaStreamBeginCapture(as_stream(stream), cudaStreamCaptureModeThreadLocal));
+  GPU_CHECK(cudaStreamBeginCapture(as_stream(stream), cudaStreamCaptureModeRelaxed));
 }
 
 GraphHandle end_capture(StreamHandle stream) {
   cudaGraph_t graph = nullptr;
-  GPU_CHECK(cudaStreamEndCapture(as_stream(stream), &graph));
+  const cudaError_t ended = cudaStreamEndCapture(as_stream(stream), &graph);
+  if (ended != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed capture leaves a sticky error; the stream is usable again
+    GPU_CHECK(ended);
+  }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t status = cudaGraphInstantiateWithFlags(&exec, graph, 0);
   (void)cudaGraphDestroy(graph);
