@@ -6,6 +6,7 @@
 
 #include "backend/gpu_api.h"
 #include "redline/core/error.h"
+#include "redline/core/probe.h"
 
 namespace redline {
 
@@ -53,8 +54,31 @@ void check_device(Device device) {
   REDLINE_CHECK(device.index >= 0 && device.index < count,
                 "device {} was requested but this machine has {} GPU(s) (gpu:0 to gpu:{})", device,
                 count, count - 1);
+  std::string why;
+  REDLINE_CHECK(gpu_usable(device.index, &why), "device {} was requested but {}", device, why);
 }
 
-Device default_device() { return gpu_count() > 0 ? Device::gpu(0) : Device::cpu(); }
+// The first GPU this binary can run on, else the CPU. Silent when there is no GPU; one warning when
+// a GPU is present but unusable (no code for its arch, runtime refused), naming the fix.
+Device default_device() {
+  static const Device chosen = [] {
+    if (!gpu_built()) return Device::cpu();
+    std::string why;
+    const bool refused = !gpu_runtime_precheck().empty();  // HIP: never start the runtime then
+    const int count = refused ? 0 : gpu_count();
+    for (int i = 0; i < count; ++i) {
+      std::string reason;
+      if (gpu_usable(i, &reason)) return Device::gpu(i);
+      if (why.empty()) why = reason;
+    }
+    if (refused) why = gpu_runtime_precheck();
+    if (!why.empty()) {
+      std::fprintf(stderr, "redline: warning: %s; running on the CPU (details: redline doctor)\n",
+                   why.c_str());
+    }
+    return Device::cpu();
+  }();
+  return chosen;
+}
 
 }  // namespace redline

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "backend/gpu_api.h"
+#include "redline/core/probe.h"
 #include "vendor/gpu.h"
 
 namespace redline::gpu {
@@ -18,6 +19,12 @@ struct DeviceCountResult {
 const DeviceCountResult& probe_count() {
   static const DeviceCountResult result = [] {
     DeviceCountResult r;
+    // HIP aborts the process at its first call when a GPU has no code object in this binary
+    // (hipErrorNoBinaryForGpu); the probe reads the KFD topology first and refuses in one sentence.
+    if (const std::string& refused = gpu_runtime_precheck(); !refused.empty()) {
+      r.reason = refused;
+      return r;
+    }
     const cudaError_t status = cudaGetDeviceCount(&r.count);
     if (status != cudaSuccess) {
       r.count = 0;

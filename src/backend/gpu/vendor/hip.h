@@ -61,6 +61,7 @@
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEventElapsedTime hipEventElapsedTime
 #define cudaEventDestroy hipEventDestroy
+#define cudaEventQuery hipEventQuery
 
 #define cudaGraph_t hipGraph_t
 #define cudaGraphExec_t hipGraphExec_t
@@ -78,6 +79,11 @@
 #define cudaDevAttrPciBusId hipDeviceAttributePciBusId
 #define cudaDevAttrPciDeviceId hipDeviceAttributePciDeviceId
 #define cudaDevAttrPciDomainId hipDeviceAttributePciDomainID
+#define cudaDevAttrGlobalMemoryBusWidth hipDeviceAttributeMemoryBusWidth
+#define cudaDeviceAttr hipDeviceAttribute_t
+#define cudaDeviceGetPCIBusId hipDeviceGetPCIBusId
+#define cudaFuncAttributes hipFuncAttributes
+#define cudaFuncGetAttributes hipFuncGetAttributes
 
 // HIP's shuffles take 64-bit masks and ignore them; the *_sync spellings exist only in newer HIP.
 #if !defined(HIP_VERSION_MAJOR) || (HIP_VERSION_MAJOR < 6 || (HIP_VERSION_MAJOR == 6 && HIP_VERSION_MINOR < 2))
