@@ -6,6 +6,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "redline/core/device.h"
@@ -100,9 +101,15 @@ class Tensor {
   template <typename T>
   std::vector<T> to_vector() const {
     check_dtype(DTypeOf<T>::value, "to_vector<T>()");
-    std::vector<T> out(static_cast<size_t>(numel()));
-    copy_to_host(out.data());
-    return out;
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no data(): go through bytes
+      std::vector<uint8_t> bytes(static_cast<size_t>(numel()));
+      copy_to_host(bytes.data());
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> out(static_cast<size_t>(numel()));
+      copy_to_host(out.data());
+      return out;
+    }
   }
   // The single element of a one-element tensor, as double.
   double item() const;
