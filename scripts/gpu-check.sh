@@ -24,12 +24,16 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 
 if want build; then
   t=$(date +%s)
-  if cmake -S . -B "$build" -G Ninja -DREDLINE_GPU=cuda -DCMAKE_BUILD_TYPE=Release \
-       -DCMAKE_CUDA_ARCHITECTURES=90 >"$LOGS/configure.log" 2>&1 &&
-     cmake --build "$build" -j "$(nproc)" >"$LOGS/build.log" 2>&1; then
+  if ! cmake -S . -B "$build" -G Ninja -DREDLINE_GPU=cuda -DCMAKE_BUILD_TYPE=Release \
+       -DCMAKE_CUDA_ARCHITECTURES=90 >"$LOGS/configure.log" 2>&1; then
+    log "configure: FAILED"; tail -40 "$LOGS/configure.log"; exit 1
+  fi
+  # Keep going past a failing target so that everything else still builds and runs.
+  if cmake --build "$build" -j "$(nproc)" -- -k 0 >"$LOGS/build.log" 2>&1; then
     log "build: ok in $(( $(date +%s) - t ))s"
   else
-    log "build: FAILED (see build.log)"; tail -40 "$LOGS/build.log"; exit 1
+    log "build: FAILED in part after $(( $(date +%s) - t ))s:"
+    grep -E "^FAILED|error" "$LOGS/build.log" | head -20 | tee -a "$summary"
   fi
 fi
 
@@ -57,7 +61,8 @@ if want bench; then
   for b in "$build"/bench/bench_*; do
     [[ -x "$b" ]] || continue
     name=$(basename "$b")
-    timeout 240 "$b" >"$LOGS/$name.txt" 2>&1; log "$name: exit $?"
+    timeout "${BENCH_TIMEOUT:-240}" "$b" >"$LOGS/$name.txt" 2>&1; log "$name: exit $?"
+    cp "$LOGS/$name.txt" "$OUT/$name.txt"
   done
 fi
 
@@ -65,7 +70,9 @@ if want peers; then
   for p in bench/peer_*.py; do
     [[ -f "$p" ]] || continue
     name=$(basename "$p" .py)
-    PYTHONUNBUFFERED=1 timeout 240 python3 "$p" >"$LOGS/$name.txt" 2>&1; log "$name: exit $?"
+    PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-240}" python3 "$p" >"$LOGS/$name.txt" 2>&1
+    log "$name: exit $?"
+    cp "$LOGS/$name.txt" "$OUT/$name.txt"
   done
 fi
 log "gpu-check done $(date -u +%FT%TZ)"

@@ -30,8 +30,7 @@ nlohmann::json load_oracle() {
   }
   ADD_FAILURE() << "cannot find minatar_reference_trajectories.json (tried "
                 << candidates[candidates.size() - 3] << ", " << candidates[candidates.size() - 2]
-                << " and " << candidates.back()
-                << "; set REDLINE_MINATAR_ORACLE to its path)";
+                << " and " << candidates.back() << "; set REDLINE_MINATAR_ORACLE to its path)";
   return nlohmann::json::object();
 }
 
@@ -65,7 +64,8 @@ TEST_P(ReferenceTrajectories, EveryStepMatchesTheOriginal) {
   for (size_t e = 0; e < episodes.size(); ++e) {
     const auto& episode = episodes[e];
     if (e > 0) env.reset();
-    ASSERT_EQ(observation_digest(env.observation(), channels), episode["reset_digest"])
+    ASSERT_EQ(observation_digest(env.observation(), channels),
+              episode["reset_digest"].get<std::string>())
         << GetParam() << " episode " << e << " reset";
     const auto& full =
         episode.contains("full_cells_yxc") ? episode["full_cells_yxc"] : nlohmann::json::array();

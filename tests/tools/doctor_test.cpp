@@ -3,6 +3,7 @@
 // field), and on a GPU machine the full smoke tests.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -27,7 +28,10 @@ struct ProgramRun {
 
 // Runs `redline doctor ARGS` with optional environment assignments in front ("A=1 B=2").
 ProgramRun doctor(const std::string& args, const std::string& env = "") {
-  const std::string err_path = ::testing::TempDir() + "doctor_stderr.txt";
+  // One file per call and process: ctest runs the tests of this program in parallel processes.
+  static int calls = 0;
+  const std::string err_path = ::testing::TempDir() + "doctor_stderr_" + std::to_string(getpid()) +
+                               "_" + std::to_string(++calls) + ".txt";
   const std::string command = (env.empty() ? "" : "env " + env + " ") + "'" + REDLINE_BINARY_PATH +
                               "' doctor " + args + " 2>'" + err_path + "'";
   ProgramRun run;
@@ -42,6 +46,7 @@ ProgramRun doctor(const std::string& args, const std::string& env = "") {
   std::ostringstream text;
   text << err.rdbuf();
   run.err = text.str();
+  std::remove(err_path.c_str());
   return run;
 }
 
