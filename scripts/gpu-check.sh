@@ -19,7 +19,7 @@ build=build/gpu-check
 export PATH="$PATH:/usr/local/cuda/bin"
 export REDLINE_CACHE_DIR="$PWD/$build/cache"
 
-log "gpu-check $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+log "gpu-check $(date -u +%FT%TZ) commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | tee -a "$summary"
 
 if want build; then

@@ -1,0 +1,170 @@
+// Replay memory throughput: prioritized sample + priority update pairs per second at batch 128 for
+// capacities 1e5, 1e6 and 1e7 (one operation = one sample of 128 indices with importance weights
+// plus one update of their 128 priorities), the metric; the PyTorch peer is
+// bench/peer_replay.py, counted the same way.
+//
+// Method: the memory is filled (MinAtar-sized (4, 10, 10) u8 observations, 1000 envs per insert),
+// then for each mode: warm-up, then 7 repeats of kOps operations between two events on the
+// memory's stream; the table shows the median GPU time per operation and ops/s from it.
+//   eager: the host launches each sample and update (two kernels per operation).
+//   graph: kOps operations captured once in a StepGraph and replayed (what a captured training
+//          step does); "+gather" adds the (128, 4, 10, 10) batch with n-step returns.
+// Without a GPU it runs the CPU memory at the same sizes, so the program always prints a table.
+#include "redline/rl/replay/replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "redline/core/random.h"
+#include "redline/core/stream.h"
+
+using namespace redline;
+using namespace redline::rl;
+
+namespace {
+
+constexpr int64_t kBatch = 128;
+constexpr int kOps = 200;
+constexpr int kRepeats = 7;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median milliseconds per call of fn (which runs kOps operations), timed with events.
+template <typename Fn>
+double time_ms(Device dev, Fn fn) {
+  fn();  // warm-up
+  Stream::current(dev).synchronize();
+  std::vector<double> ms;
+  for (int r = 0; r < kRepeats; ++r) {
+    Event start(dev), stop(dev);
+    start.record();
+    fn();
+    stop.record();
+    ms.push_back(stop.elapsed_ms_since(start));
+  }
+  return median(ms);
+}
+
+struct Row {
+  int64_t capacity;
+  size_t bytes;
+  double fill_s;
+  double eager_us, graph_us, gather_us;
+};
+
+Row run(Device dev, int64_t capacity) {
+  ReplayConfig c;
+  c.capacity = capacity;
+  c.num_envs = 1000;
+  c.obs_shape = {4, 10, 10};
+  c.obs_dtype = DType::u8;
+  c.n_step = 3;
+  c.prioritized = true;
+  c.alpha = 0.6;
+  c.seed = 1;
+  c.device = dev;
+  ReplayMemory m(c);
+  Row row{capacity, m.bytes(), 0, 0, 0, 0};
+
+  // Fill: capacity / num_envs + n inserts.
+  Generator gen(7, 0, dev);
+  const Tensor obs = Tensor::zeros({1000, 4, 10, 10}, DType::u8, dev);
+  Tensor act = Tensor::empty({1000}, DType::i64, dev);
+  randint_(act, 6, gen);
+  Tensor rew = Tensor::empty({1000}, DType::f32, dev);
+  uniform_(rew, gen);
+  const Tensor term = Tensor::zeros({1000}, DType::boolean, dev);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < capacity / 1000 + c.n_step; ++i) m.insert(obs, act, rew, term, term);
+  Stream::current(dev).synchronize();
+  row.fill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // Priorities the updates write: 16 random sets in [0.01, 10), cycled.
+  std::mt19937 rng(3);
+  std::vector<Tensor> pris;
+  for (int i = 0; i < 16; ++i) {
+    std::vector<float> p(kBatch);
+    for (float& v : p) v = std::uniform_real_distribution<float>(0.01f, 10.0f)(rng);
+    pris.push_back(Tensor::from_host(p, {kBatch}, dev));
+  }
+  const Tensor& pri = pris[0];
+  Tensor beta = Tensor::full({1}, 0.4, DType::f32, dev);
+  ReplaySample smp;
+  ReplayBatch batch;
+  m.sample_into(kBatch, beta, smp);
+  m.gather_into(smp, batch);
+  // Spread the priorities first, so the tree is not flat.
+  for (int i = 0; i < 2000; ++i) {
+    m.sample_into(kBatch, beta, smp);
+    m.update_priorities(smp.indices, pris[i % 16]);
+  }
+  const auto ops = [&] {
+    for (int i = 0; i < kOps; ++i) {
+      m.sample_into(kBatch, beta, smp);
+      m.update_priorities(smp.indices, pri);
+    }
+  };
+  const auto ops_gather = [&] {
+    for (int i = 0; i < kOps; ++i) {
+      m.sample_into(kBatch, beta, smp);
+      m.gather_into(smp, batch);
+      m.update_priorities(smp.indices, pri);
+    }
+  };
+  row.eager_us = time_ms(dev, ops) * 1000.0 / kOps;
+  StepGraph g1(dev), g2(dev);
+  g1.capture(ops);
+  g2.capture(ops_gather);
+  row.graph_us = time_ms(dev, [&] { g1.replay(); }) * 1000.0 / kOps;
+  row.gather_us = time_ms(dev, [&] { g2.replay(); }) * 1000.0 / kOps;
+  m.check_errors();
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Optional arguments: capacities to run instead of 1e5, 1e6, 1e7.
+  std::vector<int64_t> capacities = {100000, 1000000, 10000000};
+  if (argc > 1) {
+    capacities.clear();
+    for (int i = 1; i < argc; ++i) capacities.push_back(std::atoll(argv[i]));
+  }
+  const Device dev = default_device();
+  std::printf(
+      "redline replay bench: device %s, prioritized (alpha 0.6, beta 0.4 on the device), "
+      "batch %lld, obs (4, 10, 10) u8, n_step 3\n",
+      dev.str().c_str(), static_cast<long long>(kBatch));
+  std::printf(
+      "one op = sample %lld indices + importance weights, then update their %lld "
+      "priorities; device time per op from events, median of %d x %d ops\n\n",
+      static_cast<long long>(kBatch), static_cast<long long>(kBatch), kRepeats, kOps);
+  std::printf(
+      "| capacity | memory MiB | fill s | eager us/op | eager ops/s | graph us/op | graph "
+      "ops/s | graph +gather us/op |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (int64_t capacity : capacities) {
+    try {
+      const Row r = run(dev, capacity);
+      std::printf("| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f |\n",
+                  static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20),
+                  r.fill_s, r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us,
+                  r.gather_us);
+      std::printf(
+          "RESULT replay device=%s capacity=%lld eager_ops_per_s=%.0f graph_ops_per_s=%.0f\n",
+          dev.str().c_str(), static_cast<long long>(capacity), 1e6 / r.eager_us, 1e6 / r.graph_us);
+    } catch (const redline::Error& e) {
+      std::printf("| %lld | failed: %s |\n", static_cast<long long>(capacity), e.what());
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,168 @@
+// CPU twins of the replay kernels (src/backend/gpu/replay_tree.cu, replay_data.cu): the same
+// arithmetic from rl/replay/replay_math.h, run as plain loops. They are the reference the GPU
+// parity tests compare against.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "redline/core/error.h"
+#include "rl/replay/replay_faults.h"
+#include "rl/replay/replay_kernels.h"
+
+namespace redline::rl::replay::cpu {
+namespace {
+
+// Recomputes every ancestor of `leaves` (leaf indices), level by level from the bottom.
+void recompute_ancestors(const ReplayView& v, std::vector<int64_t> nodes) {
+  const TreeLayout& t = v.tree;
+  for (int d = t.levels - 2; d >= 0; --d) {
+    for (int64_t& n : nodes) n /= kFanout;
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    for (int64_t n : nodes) tree_recompute(t, v.sum, v.min, d, n);
+  }
+}
+
+void set_leaf(const ReplayView& v, int64_t slot, double value) {
+  const int64_t at = v.tree.offset[v.tree.levels - 1] + slot;
+  v.sum[at] = value;
+  v.min[at] = value > 0.0 ? value : bits_to_double(0x7FF0000000000000ull);
+}
+
+[[noreturn]] void fail(int32_t code, int32_t position, double value, int64_t capacity) {
+  REDLINE_FAIL("{}", fault_message(DeviceFault{code, position, value}, capacity));
+}
+
+}  // namespace
+
+void insert(const ReplayView& v, const InsertSource& src) {
+  const int64_t g = *v.rows_written;
+  const int64_t r = wrap_row(g, v.rows);
+  const int64_t frame_bytes = v.frame_numel * v.obs_elem;
+  const auto* obs = static_cast<const uint8_t*>(src.obs);
+  auto* frames = static_cast<uint8_t*>(v.frames);
+#pragma omp parallel for if (v.envs * frame_bytes > (1 << 20))
+  for (int64_t e = 0; e < v.envs; ++e) {
+    const int64_t slot = r * v.envs + e;
+    std::memcpy(frames + slot * frame_bytes,
+                obs + (e * src.env_stride + src.frame_offset) * v.obs_elem, frame_bytes);
+  }
+  for (int64_t e = 0; e < v.envs; ++e) {
+    const int64_t slot = r * v.envs + e;
+    int64_t a;
+    if (src.action_elem == 4) {
+      a = static_cast<const int32_t*>(src.action)[e];
+    } else {
+      a = static_cast<const int64_t*>(src.action)[e];
+    }
+    if (v.action_elem == 4) {
+      static_cast<int32_t*>(v.actions)[slot] = static_cast<int32_t>(a);
+    } else {
+      static_cast<int64_t*>(v.actions)[slot] = a;
+    }
+    v.rewards[slot] = src.reward[e];
+    const uint8_t term = src.terminated[e] != 0;
+    const uint8_t trunc = src.truncated[e] != 0;
+    v.flags[slot] = static_cast<uint8_t>((term ? kTerminated : 0) | (trunc ? kTruncated : 0) |
+                                         (v.prev_done[e] ? kEpisodeStart : 0));
+    v.prev_done[e] = term | trunc;
+  }
+  // Leaves, then their ancestors.
+  int64_t rows[kMaxStack + 1];
+  int64_t completed = -1;
+  const int m = insert_changed_rows(v, g, rows, &completed);
+  const double entry = entry_leaf_value(v, *v.max_priority);
+  std::vector<int64_t> leaves;
+  leaves.reserve(static_cast<size_t>(m * v.envs));
+  for (int i = 0; i < m; ++i) {
+    for (int64_t e = 0; e < v.envs; ++e) {
+      const int64_t slot = rows[i] * v.envs + e;
+      double value = 0.0;
+      if (rows[i] == completed && !(v.flags[slot] & kTruncated)) value = entry;
+      set_leaf(v, slot, value);
+      leaves.push_back(slot);
+    }
+  }
+  recompute_ancestors(v, std::move(leaves));
+  *v.rows_written = g + 1;
+}
+
+void sample(const ReplayView& v, int64_t batch, double beta, int64_t* indices, float* weights) {
+  const double total = v.sum[0];
+  const double min_leaf = v.min[0];
+  if (!(beta >= 0.0 && beta <= 1.0)) fail(kFaultBeta, 0, beta, v.rows * v.envs);
+  if (!(total > 0.0)) fail(kFaultEmpty, 0, 0.0, v.rows * v.envs);
+  const uint64_t base = static_cast<uint64_t>(*v.rng_offset);
+  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
+  for (int64_t i = 0; i < batch; ++i) {
+    const double u = stratified_point(v, base, i, batch, total);
+    const int64_t leaf = tree_descend(v.tree, v.sum, u);
+    indices[i] = leaf;
+    weights[i] = importance_weight(v, v.sum[leaf0 + leaf], min_leaf, beta);
+  }
+  *v.rng_offset = static_cast<int64_t>(base + static_cast<uint64_t>(batch));
+}
+
+void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities) {
+  const int64_t capacity = v.rows * v.envs;
+  for (int64_t i = 0; i < batch; ++i) {  // the whole batch is checked before anything changes
+    if (indices[i] < 0 || indices[i] >= capacity) {
+      fail(kFaultIndex, static_cast<int32_t>(i), static_cast<double>(indices[i]), capacity);
+    }
+    if (!(std::isfinite(priorities[i]) && priorities[i] > 0.0f)) {
+      fail(kFaultPriority, static_cast<int32_t>(i), priorities[i], capacity);
+    }
+  }
+  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
+  double max_p = *v.max_priority;
+  std::vector<int64_t> leaves;
+  leaves.reserve(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) {  // in order: the last occurrence of an index wins
+    const double p = priorities[i];
+    max_p = std::max(max_p, p);
+    if (v.sum[leaf0 + indices[i]] > 0.0) {
+      set_leaf(v, indices[i], portable_pow(p, v.alpha));
+      leaves.push_back(indices[i]);
+    }
+  }
+  *v.max_priority = max_p;
+  recompute_ancestors(v, std::move(leaves));
+}
+
+void gather(const ReplayView& v, int64_t batch, const int64_t* indices, const GatherTarget& out) {
+  const int64_t capacity = v.rows * v.envs;
+  for (int64_t i = 0; i < batch; ++i) {
+    if (indices[i] < 0 || indices[i] >= capacity) {
+      fail(kFaultIndex, static_cast<int32_t>(i), static_cast<double>(indices[i]), capacity);
+    }
+  }
+  const int64_t frame_bytes = v.frame_numel * v.obs_elem;
+  const int64_t obs_bytes = frame_bytes * v.stack;
+  const auto* frames = static_cast<const uint8_t*>(v.frames);
+#pragma omp parallel for if (batch * obs_bytes > (1 << 20))
+  for (int64_t i = 0; i < batch; ++i) {
+    const int64_t t = indices[i] / v.envs;
+    const int64_t e = indices[i] % v.envs;
+    const NStepResult ns = n_step_window(v, t, e);
+    out.reward[i] = static_cast<float>(ns.ret);
+    out.discount[i] = static_cast<float>(ns.discount);
+    std::memcpy(static_cast<uint8_t*>(out.action) + i * v.action_elem,
+                static_cast<const uint8_t*>(v.actions) + indices[i] * v.action_elem, v.action_elem);
+    int64_t src_rows[kMaxStack];
+    for (int which = 0; which < 2; ++which) {
+      stack_source_rows(v, which == 0 ? t : ns.next_row, e, src_rows);
+      uint8_t* dst = static_cast<uint8_t*>(which == 0 ? out.obs : out.next_obs) + i * obs_bytes;
+      for (int64_t f = 0; f < v.stack; ++f) {
+        if (src_rows[f] < 0) {
+          std::memset(dst + f * frame_bytes, 0, frame_bytes);
+        } else {
+          std::memcpy(dst + f * frame_bytes, frames + (src_rows[f] * v.envs + e) * frame_bytes,
+                      frame_bytes);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace redline::rl::replay::cpu

@@ -1,0 +1,349 @@
+// The replay memory's arithmetic, written once for the CPU loops (src/rl/replay/replay_cpu.cpp)
+// and the GPU kernels (src/backend/gpu/replay_*.cu): the sum/min tree layout, its descent and
+// recomputation, logarithm/exponential/power built from IEEE +, -, *, / only (so both devices give
+// the same bits under the build's no-contraction flags), n-step windows and frame-stack sources.
+#pragma once
+
+#include <cstdint>
+
+#include "redline/core/hd.h"
+#include "redline/core/philox.h"
+
+namespace redline::rl::replay {
+
+// ---- tree layout
+// --------------------------------------------------------------------------------- A 16-ary tree
+// stored level by level (root first). Node j of level d has the children j*16 .. j*16+15 of level
+// d+1; each level is padded to a multiple of 16 with neutral values (0 in the sum tree, +inf in the
+// min tree). 16 doubles are one 128-byte line, so a descent reads one line per level: 6 levels for
+// 1e7 leaves instead of 24 in a binary tree.
+inline constexpr int kFanout = 16;
+inline constexpr int kMaxLevels = 10;  // 16^9 leaves: far above any memory
+inline constexpr int kMaxStack = 16;   // largest frame_stack
+
+struct TreeLayout {
+  int levels = 0;                   // level 0 is the root, levels-1 the leaves
+  int64_t offset[kMaxLevels] = {};  // first node of each level in the node array
+  int64_t count[kMaxLevels] = {};   // nodes of each level, padding included
+  int64_t nodes = 0;                // total nodes
+  int64_t leaves = 0;               // real leaves (the capacity)
+};
+
+inline TreeLayout make_tree_layout(int64_t leaves) {
+  int64_t sizes[kMaxLevels];
+  int m = 0;
+  int64_t n = leaves;
+  sizes[m++] = n;
+  while (n > 1 && m < kMaxLevels) {
+    n = (n + kFanout - 1) / kFanout;
+    sizes[m++] = n;
+  }
+  TreeLayout t;
+  t.levels = m;
+  t.leaves = leaves;
+  for (int d = 0; d < m; ++d) {
+    const int64_t real = sizes[m - 1 - d];
+    t.count[d] = (real + kFanout - 1) / kFanout * kFanout;
+    t.offset[d] = t.nodes;
+    t.nodes += t.count[d];
+  }
+  return t;
+}
+
+REDLINE_HD inline double tree_min(double a, double b) { return b < a ? b : a; }
+
+// Recomputes node j of level d (< leaves level) from its children: the sum in left-to-right order
+// (so every device adds in the same order) and the min.
+REDLINE_HD inline void tree_recompute(const TreeLayout& t, double* sum, double* mn, int d,
+                                      int64_t j) {
+  const int64_t child = t.offset[d + 1] + j * kFanout;
+  double s = sum[child];
+  double m = mn[child];
+  for (int c = 1; c < kFanout; ++c) {
+    s = s + sum[child + c];
+    m = tree_min(m, mn[child + c]);
+  }
+  sum[t.offset[d] + j] = s;
+  mn[t.offset[d] + j] = m;
+}
+
+// The leaf whose prefix-sum interval holds u (0 <= u, ideally u < root). Children with zero mass
+// are never chosen; if rounding leaves u at or past the end of a node, the node's last positive
+// child is taken, so a descent from a positive root always ends on a positive leaf.
+REDLINE_HD inline int64_t tree_descend(const TreeLayout& t, const double* sum, double u) {
+  int64_t node = 0;
+  for (int d = 0; d + 1 < t.levels; ++d) {
+    const double* src = sum + t.offset[d + 1] + node * kFanout;
+    double c[kFanout];  // one 128-byte line, loaded before the scan so the loads overlap
+    for (int j = 0; j < kFanout; ++j) c[j] = src[j];
+    int chosen = -1;
+    int last_positive = 0;
+    double last_mass = 0.0;
+    for (int j = 0; j < kFanout; ++j) {
+      const double v = c[j];
+      if (v > 0.0) {
+        last_positive = j;
+        last_mass = v;
+        if (u < v) {
+          chosen = j;
+          break;
+        }
+        u = u - v;
+      }
+    }
+    if (chosen < 0) {  // past the end: the last positive child, and stay at its end
+      chosen = last_positive;
+      u = last_mass;
+    }
+    node = node * kFanout + chosen;
+  }
+  return node;
+}
+
+// ---- portable log / exp / pow (double) ---------------------------------------------------------
+
+inline constexpr double kLn2Hi = 6.93147180369123816490e-01;  // ln 2 high part (exact * small int)
+inline constexpr double kLn2Lo = 1.90821492927058770002e-10;  // ln 2 - kLn2Hi
+inline constexpr double kInvLn2 = 1.44269504088896338700e+00;
+
+// Bit casts through a union (what philox.h does too): valid in g++, nvcc and hipcc device code,
+// where memcpy may not be declared for the device before the vendor header.
+REDLINE_HD inline double bits_to_double(uint64_t b) {
+  union {
+    uint64_t u;
+    double d;
+  } pun{b};
+  return pun.d;
+}
+REDLINE_HD inline uint64_t double_to_bits(double d) {
+  union {
+    double d;
+    uint64_t u;
+  } pun{d};
+  return pun.u;
+}
+
+// Natural logarithm of a finite x > 0 (relative error about 1e-16).
+REDLINE_HD inline double portable_log(double x) {
+  uint64_t bits = double_to_bits(x);
+  int e = static_cast<int>((bits >> 52) & 0x7FF);
+  if (e == 0) {  // subnormal: scale by 2^54 into the normal range
+    x = x * 18014398509481984.0;
+    bits = double_to_bits(x);
+    e = static_cast<int>((bits >> 52) & 0x7FF) - 54;
+  }
+  e -= 1023;
+  double m = bits_to_double((bits & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);  // [1, 2)
+  if (m > 1.4142135623730951) {
+    m = m * 0.5;
+    e += 1;
+  }
+  const double s = (m - 1.0) / (m + 1.0);  // |s| <= 0.1716
+  const double s2 = s * s;
+  // log(m) = 2 atanh(s) = 2 (s + s^3/3 + ... + s^23/23)
+  double poly = 1.0 / 23.0;
+  poly = poly * s2 + 1.0 / 21.0;
+  poly = poly * s2 + 1.0 / 19.0;
+  poly = poly * s2 + 1.0 / 17.0;
+  poly = poly * s2 + 1.0 / 15.0;
+  poly = poly * s2 + 1.0 / 13.0;
+  poly = poly * s2 + 1.0 / 11.0;
+  poly = poly * s2 + 1.0 / 9.0;
+  poly = poly * s2 + 1.0 / 7.0;
+  poly = poly * s2 + 1.0 / 5.0;
+  poly = poly * s2 + 1.0 / 3.0;
+  poly = poly * s2 + 1.0;
+  const double log_m = (2.0 * s) * poly;
+  const double de = static_cast<double>(e);
+  return de * kLn2Hi + (de * kLn2Lo + log_m);
+}
+
+// e^y for finite y (relative error about 1e-16; 0 below -745, +inf above 709.8).
+REDLINE_HD inline double portable_exp(double y) {
+  if (y > 709.78) return bits_to_double(0x7FF0000000000000ull);
+  if (y < -745.2) return 0.0;
+  const double t = y * kInvLn2;
+  const int64_t k = static_cast<int64_t>(t >= 0.0 ? t + 0.5 : t - 0.5);
+  const double dk = static_cast<double>(k);
+  const double r = (y - dk * kLn2Hi) - dk * kLn2Lo;  // |r| <= 0.35
+  double p = 1.0 / 6227020800.0;                     // 1/13!
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  // p * 2^k in at most two exact power-of-two steps.
+  int64_t k1 = k;
+  if (k1 > 1023) {
+    p = p * bits_to_double(uint64_t{2046} << 52);  // 2^1023
+    k1 -= 1023;
+  } else if (k1 < -1022) {
+    p = p * bits_to_double(uint64_t{1} << 52);  // 2^-1022
+    k1 += 1022;
+  }
+  return p * bits_to_double(static_cast<uint64_t>(k1 + 1023) << 52);
+}
+
+// x^y for finite x > 0 and finite y.
+REDLINE_HD inline double portable_pow(double x, double y) {
+  if (y == 1.0) return x;
+  if (y == 0.0 || x == 1.0) return 1.0;
+  return portable_exp(y * portable_log(x));
+}
+
+// ---- transitions
+// ----------------------------------------------------------------------------------
+
+inline constexpr uint8_t kTerminated = 1;
+inline constexpr uint8_t kTruncated = 2;
+inline constexpr uint8_t kEpisodeStart = 4;
+
+// A fault a kernel found, written to pinned host memory (GPU) for the host to raise.
+enum FaultCode : int32_t {
+  kFaultNone = 0,
+  kFaultPriority = 1,  // a priority that is not finite and > 0 (value, position)
+  kFaultEmpty = 2,     // sample from a memory with nothing sampleable
+  kFaultBeta = 3,      // beta outside [0, 1] (value)
+  kFaultIndex = 4,     // an index outside [0, capacity) (value, position)
+};
+struct DeviceFault {
+  int32_t code;
+  int32_t position;
+  double value;
+};
+
+// Everything a replay kernel needs, as plain values and pointers on the memory's device.
+struct ReplayView {
+  int64_t rows = 0;         // R
+  int64_t envs = 0;         // N
+  int64_t frame_numel = 0;  // elements of one stored frame
+  int64_t stack = 1;        // k
+  int64_t n_step = 1;
+  double gamma = 0.99;
+  double alpha = 1.0;
+  bool prioritized = false;
+  bool pad_zeros = false;
+  int obs_elem = 1;     // bytes per observation element: 1 (u8) or 4 (f32)
+  int action_elem = 8;  // bytes per stored action: 4 (i32) or 8 (i64)
+  uint64_t seed = 0;
+  uint64_t stream = 0;
+  TreeLayout tree;
+  void* frames = nullptr;           // (R*N, frame_numel) obs dtype
+  void* actions = nullptr;          // (R*N,) i32 or i64
+  float* rewards = nullptr;         // (R*N,)
+  uint8_t* flags = nullptr;         // (R*N,) kTerminated | kTruncated | kEpisodeStart
+  uint8_t* prev_done = nullptr;     // (N,) 1 when the env's last step ended its episode
+  double* sum = nullptr;            // (tree.nodes,)
+  double* min = nullptr;            // (tree.nodes,)
+  int64_t* rows_written = nullptr;  // (1,) rows inserted so far (the cursor is this mod R)
+  double* max_priority = nullptr;   // (1,) running maximum priority (starts at 1)
+  int64_t* rng_offset = nullptr;    // (1,) Philox block offset
+  DeviceFault* fault = nullptr;     // pinned host memory on a GPU, nullptr on the CPU
+};
+
+REDLINE_HD inline int64_t wrap_row(int64_t row, int64_t rows) {
+  row %= rows;
+  return row < 0 ? row + rows : row;
+}
+
+// The leaf value of a transition that becomes sampleable.
+REDLINE_HD inline double entry_leaf_value(const ReplayView& v, double max_priority) {
+  return v.prioritized ? portable_pow(max_priority, v.alpha) : 1.0;
+}
+
+// Rows whose leaves change when global row g is inserted (before the counter advances): the row
+// being overwritten (0), the k-1 oldest rows whose stacks lost their history (0, once the memory
+// has wrapped), and row g - n, which becomes complete (entry value, or 0 if it was truncated).
+// Returns the number of rows written to `rows_out` (at most kMaxStack + 1); `completed` is the
+// completed row or -1.
+REDLINE_HD inline int insert_changed_rows(const ReplayView& v, int64_t g, int64_t* rows_out,
+                                          int64_t* completed) {
+  int m = 0;
+  const int64_t r = wrap_row(g, v.rows);
+  rows_out[m++] = r;
+  if (g >= v.rows) {
+    for (int64_t j = 1; j < v.stack; ++j) rows_out[m++] = wrap_row(r + j, v.rows);
+  }
+  *completed = -1;
+  if (g >= v.n_step) {
+    *completed = wrap_row(g - v.n_step, v.rows);
+    rows_out[m++] = *completed;
+  }
+  return m;
+}
+
+// n-step window from row t of column e: the discounted reward sum, the bootstrap discount and the
+// row of the next observation. The window stops after a terminated step (discount 0) and before
+// a truncated step (whose observation is the last real one of its episode).
+struct NStepResult {
+  double ret;
+  double discount;
+  int64_t next_row;
+};
+
+REDLINE_HD inline NStepResult n_step_window(const ReplayView& v, int64_t t, int64_t e) {
+  NStepResult out{0.0, 0.0, wrap_row(t + 1, v.rows)};
+  double g = 1.0;
+  for (int64_t j = 0; j < v.n_step; ++j) {
+    const int64_t row = wrap_row(t + j, v.rows);
+    const uint8_t fl = v.flags[row * v.envs + e];
+    if (j > 0 && (fl & kTruncated)) {
+      out.discount = g;
+      out.next_row = row;
+      return out;
+    }
+    out.ret = out.ret + g * static_cast<double>(v.rewards[row * v.envs + e]);
+    g = g * v.gamma;
+    out.next_row = wrap_row(row + 1, v.rows);
+    if (fl & kTerminated) {
+      out.discount = 0.0;
+      return out;
+    }
+  }
+  out.discount = g;
+  return out;
+}
+
+// Source rows of the k frames (oldest first) of the stack that ends at row t of column e; frames
+// before the episode's start are -1 (zeros) or the start row (repeat_first).
+REDLINE_HD inline void stack_source_rows(const ReplayView& v, int64_t t, int64_t e,
+                                         int64_t* rows_out) {
+  int64_t cur = t;
+  bool stopped = (v.flags[t * v.envs + e] & kEpisodeStart) != 0;
+  rows_out[v.stack - 1] = t;
+  for (int64_t f = v.stack - 2; f >= 0; --f) {
+    if (!stopped) {
+      cur = wrap_row(cur - 1, v.rows);
+      rows_out[f] = cur;
+      stopped = (v.flags[cur * v.envs + e] & kEpisodeStart) != 0;
+    } else {
+      rows_out[f] = v.pad_zeros ? -1 : cur;
+    }
+  }
+}
+
+// The stratified draw of sample i of `batch`: a point in slice i of the total mass.
+REDLINE_HD inline double stratified_point(const ReplayView& v, uint64_t base_offset, int64_t i,
+                                          int64_t batch, double total) {
+  Philox gen(v.seed, v.stream, base_offset + static_cast<uint64_t>(i));
+  const double u = gen.uniform_double();
+  const double slice = total / static_cast<double>(batch);
+  return (static_cast<double>(i) + u) * slice;
+}
+
+// Importance weight of a leaf, normalized by the largest weight: (leaf / min_leaf)^-beta.
+REDLINE_HD inline float importance_weight(const ReplayView& v, double leaf, double min_leaf,
+                                          double beta) {
+  if (!v.prioritized) return 1.0f;
+  return static_cast<float>(portable_pow(leaf / min_leaf, -beta));
+}
+
+}  // namespace redline::rl::replay

@@ -1,0 +1,306 @@
+// GPU parity: the same seed and the same inserts give bit-identical samples, weights, batches and
+// trees on the GPU and the CPU; tree invariants hold on the GPU; a captured step (insert, sample,
+// update) replays like the eager CPU sequence; kernel faults surface as one sentence; a memory
+// saved on the GPU loads on the CPU. Skipped where no GPU is usable.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <random>
+
+#include "redline/core/stream.h"
+#include "replay_test_util.h"
+#include "test_util.h"
+
+namespace redline::rl {
+namespace {
+
+using testing::expect_error;
+using testing::ScriptedEnvs;
+using testing::Step;
+
+const Device kGpu = Device::gpu(0);
+
+template <typename T>
+bool bit_equal(const Tensor& a, const Tensor& b) {
+  const std::vector<T> x = a.to_vector<T>(), y = b.to_vector<T>();
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+}
+
+bool batches_equal(const ReplayBatch& a, const ReplayBatch& b, DType obs_dtype) {
+  const bool obs =
+      obs_dtype == DType::u8
+          ? bit_equal<uint8_t>(a.obs, b.obs) && bit_equal<uint8_t>(a.next_obs, b.next_obs)
+          : bit_equal<float>(a.obs, b.obs) && bit_equal<float>(a.next_obs, b.next_obs);
+  return obs && bit_equal<int64_t>(a.indices, b.indices) &&
+         bit_equal<float>(a.weights, b.weights) && bit_equal<float>(a.reward, b.reward) &&
+         bit_equal<float>(a.discount, b.discount) && bit_equal<int64_t>(a.action, b.action);
+}
+
+// Inserts the step on one device (u8 observations are the f32 codes modulo 251).
+void insert_on(ReplayMemory& m, const Step& s, Device dev) {
+  const ReplayConfig& c = m.config();
+  Shape shape{c.num_envs};
+  shape.insert(shape.end(), c.obs_shape.begin(), c.obs_shape.end());
+  std::vector<uint8_t> te(s.terminated), tr(s.truncated);
+  Tensor obs;
+  if (c.obs_dtype == DType::u8) {
+    std::vector<uint8_t> o(s.obs.size());
+    for (size_t j = 0; j < o.size(); ++j)
+      o[j] = static_cast<uint8_t>(static_cast<int64_t>(s.obs[j]) % 251);
+    obs = Tensor::from_host(o, shape, dev);
+  } else {
+    obs = Tensor::from_host(s.obs, shape, dev);
+  }
+  const int64_t n = c.num_envs;
+  m.insert(obs, Tensor::from_host(s.action, {n}, dev), Tensor::from_host(s.reward, {n}, dev),
+           Tensor::from_host(te, {n}, dev), Tensor::from_host(tr, {n}, dev));
+}
+
+struct ParityCase {
+  const char* name;
+  int64_t envs, k, frame, rows, n;
+  DType obs_dtype;
+  bool prioritized;
+};
+
+void run_parity(const ParityCase& pc) {
+  SCOPED_TRACE(pc.name);
+  ReplayConfig c;
+  c.num_envs = pc.envs;
+  c.capacity = pc.rows * pc.envs;
+  c.obs_shape = {pc.k, pc.frame};
+  c.obs_dtype = pc.obs_dtype;
+  c.frame_stack = pc.k;
+  c.n_step = pc.n;
+  c.prioritized = pc.prioritized;
+  c.alpha = 0.6;
+  c.seed = 0xFEED;
+  c.stream = 9;
+  ReplayConfig g = c;
+  g.device = kGpu;
+  ReplayMemory cpu(c), gpu(g);
+  ScriptedEnvs envs(pc.envs, pc.k, pc.frame, false, 31);
+  int64_t mismatched = 0, compared = 0;
+  for (int step = 0; step < 3 * pc.rows; ++step) {
+    const Step s = envs.next();
+    insert_on(cpu, s, Device::cpu());
+    insert_on(gpu, s, kGpu);
+    if (cpu.size() < 64) continue;
+    const ReplayBatch a = cpu.sample_batch(64, 0.4), b = gpu.sample_batch(64, 0.4);
+    ++compared;
+    if (!batches_equal(a, b, c.obs_dtype)) ++mismatched;
+    if (pc.prioritized) {
+      // Priorities from a fixed formula of the indices, with a duplicate index in the batch.
+      std::vector<int64_t> idx = a.indices.to_vector<int64_t>();
+      idx[63] = idx[0];
+      std::vector<float> p(64);
+      for (int i = 0; i < 64; ++i)
+        p[i] = 0.01f + static_cast<float>((idx[i] * 7919 + step) % 1000) * 0.013f;
+      cpu.update_priorities(Tensor::from_host(idx, {64}), Tensor::from_host(p, {64}));
+      gpu.update_priorities(Tensor::from_host(idx, {64}, kGpu), Tensor::from_host(p, {64}, kGpu));
+    }
+  }
+  gpu.check_errors();
+  EXPECT_GT(compared, 10);
+  EXPECT_EQ(mismatched, 0) << "of " << compared << " sampled batches";
+  const auto cs = cpu.sum_tree_host(), gs = gpu.sum_tree_host();
+  EXPECT_EQ(std::memcmp(cs.data(), gs.data(), cs.size() * 8), 0) << "sum trees differ";
+  EXPECT_EQ(cpu.min_tree_host(), gpu.min_tree_host());
+  EXPECT_EQ(cpu.max_priority(), gpu.max_priority());
+  testing::expect_tree_invariants(gs, gpu.min_tree_host(), gpu.tree_level_offsets(), c.capacity);
+}
+
+TEST(GpuReplay, SamplesAndBatchesBitIdenticalToCpu) {
+  REDLINE_REQUIRE_GPU();
+  run_parity({"prioritized f32 vector obs", 4, 1, 7, 60, 1, DType::f32, true});
+  run_parity({"prioritized u8 stacks, n-step", 8, 4, 84 * 84, 50, 3, DType::u8, true});
+  run_parity({"uniform u8 odd frame size", 3, 2, 101, 70, 2, DType::u8, false});
+  run_parity({"prioritized, many envs", 300, 1, 16, 24, 1, DType::u8, true});
+}
+
+TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
+  REDLINE_REQUIRE_GPU();
+  ReplayConfig c;
+  c.num_envs = 64;
+  c.capacity = 64 * 500;
+  c.obs_shape = {1};
+  c.obs_dtype = DType::f32;
+  c.prioritized = true;
+  c.device = kGpu;
+  ReplayMemory m(c);
+  std::mt19937 rng(3);
+  Tensor obs = Tensor::zeros({64, 1}, DType::f32, kGpu);
+  Tensor act = Tensor::zeros({64}, DType::i64, kGpu);
+  Tensor rew = Tensor::ones({64}, DType::f32, kGpu);
+  Tensor no = Tensor::zeros({64}, DType::boolean, kGpu);
+  for (int step = 0; step < 1300; ++step) {
+    m.insert(obs, act, rew, no, no);
+    if (m.size() >= 1024 && step % 2 == 0) {
+      const ReplaySample s = m.sample(1024, 0.4);
+      std::vector<int64_t> idx = s.indices.to_vector<int64_t>();
+      for (int i = 0; i < 1024; i += 5) idx[i] = idx[(i * 31) % 1024];  // many duplicates
+      std::vector<float> p(1024);
+      for (auto& v : p) v = std::uniform_real_distribution<float>(1e-3f, 1e3f)(rng);
+      m.update_priorities(Tensor::from_host(idx, {1024}, kGpu), Tensor::from_host(p, {1024}, kGpu));
+    }
+  }
+  m.check_errors();
+  testing::expect_tree_invariants(m.sum_tree_host(), m.min_tree_host(), m.tree_level_offsets(),
+                                  c.capacity);
+}
+
+TEST(GpuReplay, CapturedStepReplaysLikeEagerCpu) {
+  REDLINE_REQUIRE_GPU();
+  ReplayConfig c;
+  c.num_envs = 16;
+  c.capacity = 16 * 64;
+  c.obs_shape = {2, 8};
+  c.obs_dtype = DType::u8;
+  c.frame_stack = 2;
+  c.n_step = 3;
+  c.prioritized = true;
+  c.seed = 5;
+  ReplayConfig g = c;
+  g.device = kGpu;
+  ReplayMemory cpu(c), gpu(g);
+  ScriptedEnvs envs(16, 2, 8, false, 77);
+  for (int i = 0; i < 20; ++i) {  // fill eagerly on both
+    const Step s = envs.next();
+    insert_on(cpu, s, Device::cpu());
+    insert_on(gpu, s, kGpu);
+  }
+  // Device inputs of the captured step, refilled before each replay.
+  Tensor obs = Tensor::zeros({16, 2, 8}, DType::u8, kGpu),
+         act = Tensor::zeros({16}, DType::i64, kGpu);
+  Tensor rew = Tensor::zeros({16}, DType::f32, kGpu), te = Tensor::zeros({16}, DType::u8, kGpu);
+  Tensor tr = Tensor::zeros({16}, DType::u8, kGpu), pri = Tensor::ones({32}, DType::f32, kGpu);
+  Tensor beta = Tensor::full({1}, 0.5, DType::f32, kGpu);
+  ReplaySample smp;
+  ReplayBatch batch;
+  const auto step_fn = [&] {
+    gpu.insert(obs, act, rew, te, tr);
+    gpu.sample_into(32, beta, smp);
+    gpu.gather_into(smp, batch);
+    gpu.update_priorities(smp.indices, pri);
+  };
+  const auto load_inputs = [&](const Step& s, const std::vector<float>& p) {
+    std::vector<uint8_t> o(s.obs.size());
+    for (size_t j = 0; j < o.size(); ++j)
+      o[j] = static_cast<uint8_t>(static_cast<int64_t>(s.obs[j]) % 251);
+    obs.copy_from(Tensor::from_host(o, {16, 2, 8}));
+    act.copy_from(Tensor::from_host(s.action, {16}));
+    rew.copy_from(Tensor::from_host(s.reward, {16}));
+    std::vector<uint8_t> a(s.terminated), b(s.truncated);
+    te.copy_from(Tensor::from_host(a, {16}));
+    tr.copy_from(Tensor::from_host(b, {16}));
+    pri.copy_from(Tensor::from_host(p, {32}));
+  };
+  const auto cpu_step = [&](const Step& s, const std::vector<float>& p) {
+    insert_on(cpu, s, Device::cpu());
+    const ReplayBatch b = cpu.gather(cpu.sample(32, 0.5));
+    cpu.update_priorities(b.indices, Tensor::from_host(p, {32}));
+    return b;
+  };
+  std::vector<float> p(32);
+  int64_t mismatched = 0;
+  std::unique_ptr<StepGraph> graph;
+  for (int r = 0; r < 41; ++r) {
+    const Step s = envs.next();
+    for (int i = 0; i < 32; ++i) p[i] = 0.1f + static_cast<float>((r * 13 + i * 7) % 17);
+    load_inputs(s, p);
+    if (r == 0) {
+      step_fn();  // eager warm-up (allocates the outputs)
+    } else {
+      if (graph == nullptr) {
+        graph = std::make_unique<StepGraph>(kGpu);
+        graph->capture(step_fn);
+      }
+      graph->replay();
+    }
+    const ReplayBatch want = cpu_step(s, p);
+    if (!batches_equal(want, batch, DType::u8)) ++mismatched;
+  }
+  gpu.check_errors();
+  EXPECT_EQ(mismatched, 0) << "of 41 steps";
+  EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
+}
+
+TEST(GpuReplay, KernelFaultsAreOneSentence) {
+  REDLINE_REQUIRE_GPU();
+  ReplayConfig c;
+  c.capacity = 40;
+  c.obs_shape = {2};
+  c.obs_dtype = DType::f32;
+  c.prioritized = true;
+  c.device = kGpu;
+  ReplayMemory m(c);
+  for (int i = 0; i < 10; ++i) {
+    m.insert(Tensor::zeros({1, 2}, DType::f32, kGpu), Tensor::zeros({1}, DType::i64, kGpu),
+             Tensor::ones({1}, DType::f32, kGpu), Tensor::zeros({1}, DType::boolean, kGpu),
+             Tensor::zeros({1}, DType::boolean, kGpu));
+  }
+  const auto before = m.sum_tree_host();
+  m.update_priorities(Tensor::from_host<int64_t>({1, 2, 3}, {3}, kGpu),
+                      Tensor::from_host<float>({1.0f, 2.0f, NAN}, {3}, kGpu));
+  expect_error([&] { m.check_errors(); },
+               "update_priorities got priority nan at position 2 of the batch");
+  EXPECT_EQ(m.sum_tree_host(), before);  // the batch was not applied
+  m.check_errors();                      // raised once
+  m.update_priorities(Tensor::from_host<int64_t>({1, 45}, {2}, kGpu),
+                      Tensor::from_host<float>({1.0f, 2.0f}, {2}, kGpu));
+  expect_error([&] { m.check_errors(); }, "got index 45 at position 1 of the batch");
+  (void)m.sample(4, Tensor::full({1}, 2.0, DType::f32, kGpu));
+  expect_error([&] { m.check_errors(); }, "sample got beta = 2; beta must be in [0, 1]");
+  // A fault already visible is raised by the next call without check_errors.
+  m.update_priorities(Tensor::from_host<int64_t>({1}, {1}, kGpu),
+                      Tensor::from_host<float>({-1.0f}, {1}, kGpu));
+  Stream::current(kGpu).synchronize();
+  expect_error([&] { (void)m.sample(4); }, "got priority -1 at position 0");
+}
+
+TEST(GpuReplay, SavedOnGpuLoadsOnCpu) {
+  REDLINE_REQUIRE_GPU();
+  ReplayConfig c;
+  c.num_envs = 4;
+  c.capacity = 200;
+  c.obs_shape = {4, 10};
+  c.obs_dtype = DType::u8;
+  c.frame_stack = 4;
+  c.n_step = 3;
+  c.prioritized = true;
+  ReplayConfig g = c;
+  g.device = kGpu;
+  ReplayMemory gpu(g), cpu(c);
+  ScriptedEnvs envs(4, 4, 10, false, 12);
+  for (int i = 0; i < 80; ++i) insert_on(gpu, envs.next(), kGpu);
+  const ReplaySample s = gpu.sample(16);
+  gpu.update_priorities(s.indices, Tensor::full({16}, 3.0, DType::f32, kGpu));
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("redline_replay_gpu_" + std::to_string(::getpid()) + ".bin"))
+                               .string();
+  gpu.save(path);
+  cpu.load(path);
+  std::remove(path.c_str());
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_TRUE(batches_equal(gpu.sample_batch(32, 0.4), cpu.sample_batch(32, 0.4), DType::u8));
+  }
+}
+
+TEST(GpuReplay, CapacityBeyondDeviceMemoryIsRefusedBeforeAllocating) {
+  REDLINE_REQUIRE_GPU();
+  ReplayConfig c;
+  c.capacity = int64_t{1} << 36;
+  c.obs_shape = {4, 84, 84};
+  c.frame_stack = 4;
+  c.device = kGpu;
+  const size_t before = allocator_for(kGpu).stats().raw_allocations;
+  expect_error([&] { ReplayMemory m(c); }, "but gpu:0 has");
+  EXPECT_EQ(allocator_for(kGpu).stats().raw_allocations, before);
+}
+
+}  // namespace
+}  // namespace redline::rl

@@ -1,0 +1,128 @@
+// Save and load: a round trip continues exactly (same samples, same batches, same trees), the
+// write is atomic, and a truncated, corrupt or mismatched file is refused with one sentence and
+// leaves the memory as it was.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "replay_test_util.h"
+
+namespace redline::rl {
+namespace {
+
+using testing::expect_error;
+
+ReplayConfig io_config() {
+  ReplayConfig c;
+  c.num_envs = 3;
+  c.capacity = 60;
+  c.obs_shape = {2, 4};
+  c.obs_dtype = DType::u8;
+  c.frame_stack = 2;
+  c.n_step = 2;
+  c.prioritized = true;
+  c.alpha = 0.6;
+  c.seed = 77;
+  return c;
+}
+
+void fill(ReplayMemory& m, int steps, uint32_t seed) {
+  const ReplayConfig& c = m.config();
+  testing::ScriptedEnvs envs(c.num_envs, 2, 4, false, seed);
+  for (int i = 0; i < steps; ++i) {
+    const testing::Step s = envs.next();
+    std::vector<uint8_t> obs(s.obs.size());
+    for (size_t j = 0; j < obs.size(); ++j)
+      obs[j] = static_cast<uint8_t>(static_cast<int64_t>(s.obs[j]) % 251);
+    std::vector<uint8_t> te(s.terminated), tr(s.truncated);
+    m.insert(Tensor::from_host(obs, {3, 2, 4}), Tensor::from_host(s.action, {3}),
+             Tensor::from_host(s.reward, {3}), Tensor::from_host(te, {3}),
+             Tensor::from_host(tr, {3}));
+  }
+  const ReplaySample smp = m.sample(8);
+  std::vector<float> p(8);
+  for (int i = 0; i < 8; ++i) p[i] = 0.5f + static_cast<float>(i);
+  m.update_priorities(smp.indices, Tensor::from_host(p, {8}));
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("redline_replay_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+TEST(ReplayIo, RoundTripContinuesExactly) {
+  ReplayMemory a(io_config());
+  fill(a, 37, 1);
+  const std::string path = temp_path("roundtrip.bin");
+  a.save(path);
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+    EXPECT_EQ(entry.path().string().find(path + ".tmp"), std::string::npos)
+        << "temporary file left";
+  }
+  ReplayMemory b(io_config());
+  b.load(path);
+  EXPECT_EQ(b.size(), a.size());
+  EXPECT_EQ(b.sum_tree_host(), a.sum_tree_host());
+  EXPECT_EQ(b.min_tree_host(), a.min_tree_host());
+  EXPECT_EQ(b.max_priority(), a.max_priority());
+  for (int r = 0; r < 3; ++r) {
+    const ReplayBatch x = a.sample_batch(16, 0.5), y = b.sample_batch(16, 0.5);
+    EXPECT_EQ(x.indices.to_vector<int64_t>(), y.indices.to_vector<int64_t>());
+    EXPECT_EQ(x.weights.to_vector<float>(), y.weights.to_vector<float>());
+    EXPECT_EQ(x.obs.to_vector<uint8_t>(), y.obs.to_vector<uint8_t>());
+    EXPECT_EQ(x.next_obs.to_vector<uint8_t>(), y.next_obs.to_vector<uint8_t>());
+    EXPECT_EQ(x.reward.to_vector<float>(), y.reward.to_vector<float>());
+  }
+  std::remove(path.c_str());
+}
+
+TEST(ReplayIo, CorruptTruncatedAndMismatchedFilesAreRefused) {
+  ReplayMemory a(io_config());
+  fill(a, 30, 2);
+  const std::string path = temp_path("corrupt.bin");
+  a.save(path);
+  const auto size = std::filesystem::file_size(path);
+
+  ReplayMemory b(io_config());
+  fill(b, 25, 3);
+  const auto before = b.sum_tree_host();
+  const int64_t size_before = b.size();
+
+  // One flipped byte in the middle of the frames.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(size / 2));
+    char ch;
+    f.get(ch);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    f.put(static_cast<char>(ch ^ 0x10));
+  }
+  expect_error([&] { b.load(path); }, "is corrupt: its checksum does not match its contents");
+  // Truncated.
+  a.save(path);
+  std::filesystem::resize_file(path, size - 100);
+  expect_error([&] { b.load(path); }, "is truncated or corrupt: it has");
+  // Not a replay file at all.
+  { std::ofstream(path, std::ios::binary | std::ios::trunc) << "hello, world, this is text"; }
+  expect_error([&] { b.load(path); }, "is not a redline replay file");
+  // Another configuration.
+  ReplayConfig other = io_config();
+  other.n_step = 3;
+  ReplayMemory c(other);
+  fill(c, 20, 4);
+  c.save(path);
+  expect_error([&] { b.load(path); }, "was written with n_step = 3 but this memory has 2");
+  expect_error([&] { b.load(path + ".missing"); }, "could not open replay file");
+  // Nothing changed.
+  EXPECT_EQ(b.sum_tree_host(), before);
+  EXPECT_EQ(b.size(), size_before);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace redline::rl

@@ -1,0 +1,131 @@
+// Sum/min tree: layout, invariants after long random insert/update sequences, leaf values against
+// an independent model of the rules, the portable power function, and descent edge cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "replay_test_util.h"
+#include "rl/replay/replay_math.h"
+
+namespace redline::rl {
+namespace {
+
+using testing::Reference;
+using testing::ScriptedEnvs;
+using testing::Step;
+
+TEST(ReplayMath, PortablePowMatchesStdPow) {
+  std::mt19937_64 rng(7);
+  double worst = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double x = std::exp(std::uniform_real_distribution<double>(-30, 30)(rng));
+    const double y = std::uniform_real_distribution<double>(-1, 1)(rng);
+    const double got = replay::portable_pow(x, y);
+    const double want = std::pow(x, y);
+    worst = std::max(worst, std::abs(got - want) / want);
+  }
+  EXPECT_LT(worst, 4e-15);
+  EXPECT_EQ(replay::portable_pow(3.5, 1.0), 3.5);
+  EXPECT_EQ(replay::portable_pow(3.5, 0.0), 1.0);
+  EXPECT_NEAR(replay::portable_log(1e-310), std::log(1e-310), 1e-12);  // subnormal input
+  EXPECT_EQ(replay::portable_exp(-800.0), 0.0);
+  EXPECT_TRUE(std::isinf(replay::portable_exp(800.0)));
+}
+
+TEST(ReplayMath, LayoutAndDescent) {
+  const replay::TreeLayout t = replay::make_tree_layout(1000);
+  EXPECT_EQ(t.levels, 4);  // 1000 -> 63 -> 4 -> 1
+  EXPECT_EQ(t.count[3], 1008);
+  std::vector<double> sum(t.nodes, 0.0), mn(t.nodes, INFINITY);
+  // Mass on leaves 3 (1.0), 500 (2.0) and 999 (1.0).
+  for (auto [leaf, v] : std::map<int64_t, double>{{3, 1.0}, {500, 2.0}, {999, 1.0}}) {
+    sum[t.offset[3] + leaf] = v;
+    mn[t.offset[3] + leaf] = v;
+  }
+  for (int d = 2; d >= 0; --d) {
+    for (int64_t j = 0; j * 16 < t.count[d + 1]; ++j)
+      replay::tree_recompute(t, sum.data(), mn.data(), d, j);
+  }
+  EXPECT_EQ(sum[0], 4.0);
+  EXPECT_EQ(mn[0], 1.0);
+  EXPECT_EQ(replay::tree_descend(t, sum.data(), 0.0), 3);
+  EXPECT_EQ(replay::tree_descend(t, sum.data(), 0.999), 3);
+  EXPECT_EQ(replay::tree_descend(t, sum.data(), 1.0), 500);
+  EXPECT_EQ(replay::tree_descend(t, sum.data(), 2.999), 500);
+  EXPECT_EQ(replay::tree_descend(t, sum.data(), 3.5), 999);
+  // At or past the end (rounding): the last positive leaf, never an empty one.
+  EXPECT_EQ(replay::tree_descend(t, sum.data(), 4.0), 999);
+  EXPECT_EQ(replay::tree_descend(t, sum.data(), 1e9), 999);
+}
+
+// Long random sequences of inserts and updates: the tree stays consistent and its leaves are
+// exactly what the rules say (sampleable or not, entry at the running max, last write wins).
+void run_invariant_sequence(bool prioritized, int64_t n_envs, int64_t k, int64_t n_step) {
+  ReplayConfig c;
+  c.num_envs = n_envs;
+  c.capacity = 37 * n_envs;
+  c.obs_shape = {k, 3};
+  c.obs_dtype = DType::f32;
+  c.frame_stack = k;
+  c.n_step = n_step;
+  c.prioritized = prioritized;
+  c.alpha = 0.7;
+  c.seed = 11;
+  ReplayMemory m(c);
+  ScriptedEnvs envs(n_envs, k, 3, false, 99);
+  Reference ref{m.num_rows(), n_step, k, {}};
+  std::mt19937 rng(5);
+  std::vector<double> priority(c.capacity, 0.0);  // model: the priority each slot holds
+  std::vector<int64_t> slot_global(c.capacity, -1);
+  double max_p = 1.0;
+  for (int step = 0; step < 400; ++step) {
+    const Step s = envs.next();
+    testing::insert_step(m, s, c, Device::cpu());
+    ref.steps.push_back(s);
+    const int64_t g = static_cast<int64_t>(ref.steps.size()) - 1;
+    // A row that completes now enters at the running max.
+    if (g - n_step >= 0) {
+      const int64_t row = (g - n_step) % m.num_rows();
+      for (int64_t e = 0; e < n_envs; ++e) priority[row * n_envs + e] = max_p;
+    }
+    if (prioritized && m.size() >= 16 && rng() % 3 == 0) {
+      // Update a batch with duplicates; the model applies it in order (last write wins).
+      const ReplaySample smp = m.sample(16, 0.5);
+      std::vector<int64_t> idx = smp.indices.to_vector<int64_t>();
+      idx[15] = idx[3];
+      std::vector<float> p(16);
+      for (auto& v : p) v = std::uniform_real_distribution<float>(0.01f, 5.0f)(rng);
+      m.update_priorities(Tensor::from_host(idx, {16}), Tensor::from_host(p, {16}));
+      for (int i = 0; i < 16; ++i) {
+        max_p = std::max(max_p, static_cast<double>(p[i]));
+        const int64_t gi = ref.global_row(idx[i] / n_envs);
+        if (ref.sampleable(gi, idx[i] % n_envs)) priority[idx[i]] = p[i];
+      }
+    }
+  }
+  const std::vector<double> sum = m.sum_tree_host(), mn = m.min_tree_host();
+  const std::vector<int64_t> off = m.tree_level_offsets();
+  testing::expect_tree_invariants(sum, mn, off, c.capacity);
+  const int64_t leaf0 = off[off.size() - 2];
+  int64_t mismatches = 0, sampleable = 0;
+  for (int64_t slot = 0; slot < c.capacity; ++slot) {
+    const int64_t g = ref.global_row(slot / n_envs);
+    const bool ok = ref.sampleable(g, slot % n_envs);
+    sampleable += ok;
+    const double want = !ok ? 0.0 : (prioritized ? std::pow(priority[slot], c.alpha) : 1.0);
+    if (std::abs(sum[leaf0 + slot] - want) > 1e-13 * std::max(1.0, want)) ++mismatches;
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(sampleable, 0);
+  if (prioritized) EXPECT_NEAR(m.max_priority(), max_p, 1e-6);
+}
+
+TEST(ReplayTree, InvariantsUniformOneEnv) { run_invariant_sequence(false, 1, 1, 1); }
+TEST(ReplayTree, InvariantsUniformStackedNStep) { run_invariant_sequence(false, 5, 4, 3); }
+TEST(ReplayTree, InvariantsPrioritizedOneEnv) { run_invariant_sequence(true, 1, 1, 1); }
+TEST(ReplayTree, InvariantsPrioritizedStackedNStep) { run_invariant_sequence(true, 7, 3, 4); }
+
+}  // namespace
+}  // namespace redline::rl
