@@ -3,10 +3,13 @@
 //
 // Speed: the per-environment state of the small games is loaded into registers with 16-byte
 // vector loads and stored back once; Seaquest (about 650 bytes of object lists) is updated in
-// place. The u8 observation (N, C, 10, 10) is written cooperatively: each thread leaves its C
-// bitmaps in shared memory, then the block writes its contiguous slice of the output as 32-bit
-// words (4 cells each) with consecutive threads on consecutive words, i.e. fully coalesced.
+// place, one 32-bit word per list item. The random stream (rl/env/rng.h) and the observation
+// bitmaps are never indexed at run time, so they stay in registers rather than local memory.
+// The u8 observation (N, C, 10, 10) is written cooperatively: each thread leaves its C bitmaps in
+// shared memory, then the block writes its contiguous slice of the output as 32-bit words (4 cells
+// each) with consecutive threads on consecutive words, i.e. fully coalesced.
 #include <cstring>
+#include <type_traits>
 
 #include "rl/env/games.h"
 #include "rl/env/gpu_env.h"
@@ -58,6 +61,31 @@ __device__ inline void write_tile(const uint64_t (*tile)[2][kThreads], uint8_t* 
   }
 }
 
+// Writes environment i's observation straight from the thread (the rare final observation of an
+// episode that just ended): obs (N, C, 10, 10) u8. The channel loop is unrolled so that the C
+// bitmaps stay in registers (write_observation's runtime channel count puts them in local memory).
+template <typename G>
+__device__ inline void write_observation_unrolled(const Slot<G>& slot, uint8_t* obs, int64_t i) {
+  constexpr int C = G::kChannels;
+  Grid grids[C];
+  G::observe(slot.game, grids);
+  uint32_t* out = reinterpret_cast<uint32_t*>(obs + i * int64_t{C} * kCells);
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+#pragma unroll
+    for (int k = 0; k < kCells; k += 4) out[c * 25 + k / 4] = expand_nibble(grids[c].nibble(k));
+  }
+}
+
+// The same, as a call: Seaquest's step is long enough that inlining this rare path into it as
+// well makes ptxas spill (sm_90: 16-byte stack frame, 20 bytes of spills); called, it costs no
+// stack. The other games inline it without spilling.
+template <typename G>
+__device__ __noinline__ void write_observation_called(const Slot<G>& slot, uint8_t* obs,
+                                                      int64_t i) {
+  write_observation_unrolled(slot, obs, i);
+}
+
 // Bitmap channels kept in shared memory (CartPole writes its floats directly; 1 keeps the array
 // well-formed).
 template <typename G>
@@ -104,7 +132,16 @@ __global__ void __launch_bounds__(kThreads)
       b.episode_return[i] = t.episode_return;
       b.episode_length[i] = t.episode_length;
       if (t.terminated || t.truncated) {
-        if (b.final_observation) write_observation(slot, b.final_observation, i);
+        if (b.final_observation) {
+          uint8_t* final_obs = static_cast<uint8_t*>(b.final_observation);
+          if constexpr (std::is_same_v<G, Seaquest>) {
+            write_observation_called(slot, final_obs, i);
+          } else if constexpr (kIsMinAtar<G>) {
+            write_observation_unrolled(slot, final_obs, i);
+          } else {
+            write_observation(slot, b.final_observation, i);
+          }
+        }
         env_reset(slot, rng);
       }
       slot.rng_offset = rng.offset();

@@ -14,21 +14,68 @@
 
 namespace redline::rl {
 
+// The same stream as redline::Philox (same blocks, same words, same recipes), but the unused words
+// of the current block sit in four scalars that shift down on every draw instead of an array read
+// at a running index: a GPU thread then keeps the whole generator in registers (an indexed array
+// goes to local memory).
 class PhiloxSource {
  public:
   REDLINE_HD PhiloxSource(uint64_t seed, uint64_t env_index, uint64_t block_offset)
-      : gen_(seed, env_index, block_offset) {}
+      : key0_(static_cast<uint32_t>(seed)),
+        key1_(static_cast<uint32_t>(seed >> 32)),
+        stream_(env_index),
+        block_(block_offset) {}
 
-  REDLINE_HD uint32_t next_u32() { return gen_.next_u32(); }
-  REDLINE_HD double uniform_double() { return gen_.uniform_double(); }
+  REDLINE_HD uint32_t next_u32() {
+    if (left_ == 0) {
+      const PhiloxBlock ctr{{static_cast<uint32_t>(block_), static_cast<uint32_t>(block_ >> 32),
+                             static_cast<uint32_t>(stream_), static_cast<uint32_t>(stream_ >> 32)}};
+      const PhiloxBlock out = philox4x32_10(ctr, key0_, key1_);
+      w0_ = out.v[0];
+      w1_ = out.v[1];
+      w2_ = out.v[2];
+      w3_ = out.v[3];
+      ++block_;
+      left_ = 4;
+    }
+    const uint32_t word = w0_;
+    w0_ = w1_;
+    w1_ = w2_;
+    w2_ = w3_;
+    --left_;
+    return word;
+  }
+  // Top 53 bits of two words (Philox::uniform_double).
+  REDLINE_HD double uniform_double() {
+    const uint32_t a = next_u32();
+    return u32x2_to_unit_double(a, next_u32());
+  }
   REDLINE_HD int randint(int low, int high) {
-    return low + static_cast<int>(gen_.uniform_int(static_cast<uint32_t>(high - low)));
+    return low + static_cast<int>(uniform_int(static_cast<uint32_t>(high - low)));
   }
   // Next unused block; stored per environment between steps (a partly used block is skipped).
-  REDLINE_HD uint64_t offset() const { return gen_.offset(); }
+  REDLINE_HD uint64_t offset() const { return block_; }
 
  private:
-  Philox gen_;
+  // Uniform integer in [0, n), n > 0: Lemire's multiply-and-reject (Philox::uniform_int).
+  REDLINE_HD uint32_t uniform_int(uint32_t n) {
+    uint64_t m = static_cast<uint64_t>(next_u32()) * n;
+    uint32_t low = static_cast<uint32_t>(m);
+    if (low < n) {
+      const uint32_t threshold = (0u - n) % n;
+      while (low < threshold) {
+        m = static_cast<uint64_t>(next_u32()) * n;
+        low = static_cast<uint32_t>(m);
+      }
+    }
+    return static_cast<uint32_t>(m >> 32);
+  }
+
+  uint32_t key0_, key1_;
+  uint64_t stream_;
+  uint64_t block_;
+  uint32_t w0_ = 0, w1_ = 0, w2_ = 0, w3_ = 0;  // unused words of the current block, next first
+  int left_ = 0;                                // how many of them are unused
 };
 
 // 32-bit Mersenne Twister (the standard MT19937 integer initialisation), host only.

@@ -33,15 +33,18 @@ struct Seaquest {
 
   static constexpr uint8_t kFlagRight = 1, kFlagSub = 2;
 
-  struct Bullet {
+  // List items are 4-byte aligned (the layout is unchanged) so that the rules read and write an
+  // item as one 32-bit word; on a GPU, where the state stays in global memory, that is one load
+  // instead of four.
+  struct alignas(4) Bullet {
     int8_t x, y;
     uint8_t right, pad;
   };
-  struct Diver {
+  struct alignas(4) Diver {
     int8_t x, y;
     uint8_t right, move_timer;
   };
-  struct Enemy {
+  struct alignas(4) Enemy {
     int8_t x, y;
     uint8_t flags;       // kFlagRight | kFlagSub
     uint8_t move_timer;  // low nibble move timer (0..5), high nibble shot timer (0..10)
@@ -60,6 +63,7 @@ struct Seaquest {
     Enemy enemies[kMaxEnemies];
     Bullet enemy_bullets[kMaxEnemyBullets];
   };
+  static_assert(sizeof(State) == 632, "24 bytes of scalars, then the four lists");
 
   REDLINE_HD static int move_timer_of(const Enemy& e) { return e.move_timer & 0xF; }
   REDLINE_HD static int shot_timer_of(const Enemy& e) { return e.move_timer >> 4; }
@@ -98,15 +102,16 @@ struct Seaquest {
     const bool is_sub = rng.uniform_double() < 1.0 / 3.0;
     const int row = rng.randint(1, 9);
     for (int i = 0; i < s.n_enemies; ++i) {
-      const Enemy& e = s.enemies[i];
+      const Enemy e = s.enemies[i];
       if (e.y == row && ((e.flags & kFlagRight) != 0) != right) return;  // cancelled
     }
     if (s.n_enemies >= kMaxEnemies) return;  // unreachable (spec 7.10 bound: 60)
-    Enemy& e = s.enemies[s.n_enemies++];
+    Enemy e;
     e.x = right ? 0 : 9;
     e.y = static_cast<int8_t>(row);
     e.flags = static_cast<uint8_t>((right ? kFlagRight : 0) | (is_sub ? kFlagSub : 0));
     set_timers(e, s.move_interval, is_sub ? kEnemyShotInterval : 0);
+    s.enemies[s.n_enemies++] = e;
   }
 
   template <typename Rng>
@@ -114,17 +119,15 @@ struct Seaquest {
     const bool right = rng.uniform_double() < 0.5;
     const int row = rng.randint(1, 9);
     if (s.n_divers >= kMaxDiverObjects) return;  // unreachable (spec 7.10 bound: 2)
-    Diver& d = s.divers[s.n_divers++];
-    d.x = right ? 0 : 9;
-    d.y = static_cast<int8_t>(row);
-    d.right = right ? 1 : 0;
-    d.move_timer = kDiverMoveInterval;
+    s.divers[s.n_divers++] =
+        Diver{static_cast<int8_t>(right ? 0 : 9), static_cast<int8_t>(row),
+              static_cast<uint8_t>(right ? 1 : 0), static_cast<uint8_t>(kDiverMoveInterval)};
   }
 
   // Index of the oldest enemy of the given kind at (y, x), or -1.
   REDLINE_HD static int oldest_enemy_at(const State& s, int y, int x, bool sub) {
     for (int i = 0; i < s.n_enemies; ++i) {
-      const Enemy& e = s.enemies[i];
+      const Enemy e = s.enemies[i];
       if (e.x == x && e.y == y && ((e.flags & kFlagSub) != 0) == sub) return i;
     }
     return -1;
@@ -132,7 +135,8 @@ struct Seaquest {
 
   REDLINE_HD static int oldest_friendly_at(const State& s, int y, int x) {
     for (int i = 0; i < s.n_friendly; ++i) {
-      if (s.friendly[i].x == x && s.friendly[i].y == y) return i;
+      const Bullet b = s.friendly[i];
+      if (b.x == x && b.y == y) return i;
     }
     return -1;
   }
@@ -157,7 +161,7 @@ struct Seaquest {
   // Steps every enemy of one kind, newest first (spec 7.6 steps 6 and 8).
   REDLINE_HD static void move_enemies(State& s, bool subs, int& reward, bool& terminal) {
     for (int i = s.n_enemies - 1; i >= 0; --i) {
-      Enemy& e = s.enemies[i];
+      Enemy e = s.enemies[i];
       if (((e.flags & kFlagSub) != 0) != subs) continue;
       if (e.x == s.sub_x && e.y == s.sub_y) terminal = true;
       int move = move_timer_of(e);
@@ -189,17 +193,16 @@ struct Seaquest {
         if (shot == 0) {
           shot = kEnemyShotInterval;
           if (s.n_enemy_bullets < kMaxEnemyBullets) {
-            Bullet& eb = s.enemy_bullets[s.n_enemy_bullets++];
-            eb.x = static_cast<int8_t>(x);
-            eb.y = static_cast<int8_t>(y);
-            eb.right = right ? 1 : 0;
-            eb.pad = 0;
+            s.enemy_bullets[s.n_enemy_bullets++] =
+                Bullet{static_cast<int8_t>(x), static_cast<int8_t>(y),
+                       static_cast<uint8_t>(right ? 1 : 0), 0};
           }
         } else {
           --shot;
         }
       }
       set_timers(e, move, shot);
+      s.enemies[i] = e;
       if (removed) remove_at(s.enemies, s.n_enemies, i);
     }
   }
@@ -221,11 +224,7 @@ struct Seaquest {
 
     if (action == kFire && s.shot_timer == 0) {
       if (s.n_friendly < kMaxFriendly) {
-        Bullet& b = s.friendly[s.n_friendly++];
-        b.x = s.sub_x;
-        b.y = s.sub_y;
-        b.right = s.facing_right;
-        b.pad = 0;
+        s.friendly[s.n_friendly++] = Bullet{s.sub_x, s.sub_y, s.facing_right, 0};
       }
       s.shot_timer = kShotCooldown;
     } else if (action == kLeft) {
@@ -243,9 +242,10 @@ struct Seaquest {
 
     // Torpedoes, newest first.
     for (int i = s.n_friendly - 1; i >= 0; --i) {
-      Bullet& b = s.friendly[i];
+      Bullet b = s.friendly[i];
       const int x = b.x + (b.right ? 1 : -1);
       b.x = static_cast<int8_t>(x);
+      s.friendly[i] = b;
       if (x < 0 || x > 9) {
         remove_at(s.friendly, s.n_friendly, i);
         continue;
@@ -261,7 +261,7 @@ struct Seaquest {
 
     // Divers, newest first.
     for (int i = s.n_divers - 1; i >= 0; --i) {
-      Diver& d = s.divers[i];
+      Diver d = s.divers[i];
       if (d.x == sx && d.y == sy && s.diver_count < kMaxDivers) {
         remove_at(s.divers, s.n_divers, i);
         s.diver_count += 1;
@@ -269,6 +269,7 @@ struct Seaquest {
         d.move_timer = kDiverMoveInterval;
         const int x = d.x + (d.right ? 1 : -1);
         d.x = static_cast<int8_t>(x);
+        s.divers[i] = d;
         if (x < 0 || x > 9) {
           remove_at(s.divers, s.n_divers, i);
         } else if (x == sx && d.y == sy && s.diver_count < kMaxDivers) {
@@ -277,6 +278,7 @@ struct Seaquest {
         }
       } else {
         --d.move_timer;
+        s.divers[i] = d;
       }
     }
 
@@ -284,10 +286,11 @@ struct Seaquest {
 
     // Enemy bullets, newest first.
     for (int i = s.n_enemy_bullets - 1; i >= 0; --i) {
-      Bullet& b = s.enemy_bullets[i];
+      Bullet b = s.enemy_bullets[i];
       if (b.x == sx && b.y == sy) terminal = true;
       const int x = b.x + (b.right ? 1 : -1);
       b.x = static_cast<int8_t>(x);
+      s.enemy_bullets[i] = b;
       if (x < 0 || x > 9) {
         remove_at(s.enemy_bullets, s.n_enemy_bullets, i);
       } else if (x == sx && b.y == sy) {
@@ -320,12 +323,16 @@ struct Seaquest {
     Grid front, back, friendly, trail, enemy_bullet, fish, subs, oxygen, diver_gauge, divers;
     front.set(s.sub_y, s.sub_x);
     back.set_if_inside(s.sub_y, s.facing_right ? s.sub_x - 1 : s.sub_x + 1);
-    for (int i = 0; i < s.n_friendly; ++i) friendly.set(s.friendly[i].y, s.friendly[i].x);
+    for (int i = 0; i < s.n_friendly; ++i) {
+      const Bullet b = s.friendly[i];
+      friendly.set(b.y, b.x);
+    }
     for (int i = 0; i < s.n_enemy_bullets; ++i) {
-      enemy_bullet.set(s.enemy_bullets[i].y, s.enemy_bullets[i].x);
+      const Bullet b = s.enemy_bullets[i];
+      enemy_bullet.set(b.y, b.x);
     }
     for (int i = 0; i < s.n_enemies; ++i) {
-      const Enemy& e = s.enemies[i];
+      const Enemy e = s.enemies[i];
       if (e.flags & kFlagSub) {
         subs.set(e.y, e.x);
       } else {
@@ -334,7 +341,7 @@ struct Seaquest {
       trail.set_if_inside(e.y, (e.flags & kFlagRight) ? e.x - 1 : e.x + 1);
     }
     for (int i = 0; i < s.n_divers; ++i) {
-      const Diver& d = s.divers[i];
+      const Diver d = s.divers[i];
       divers.set(d.y, d.x);
       trail.set_if_inside(d.y, d.right ? d.x - 1 : d.x + 1);
     }
