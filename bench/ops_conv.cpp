@@ -1,0 +1,60 @@
+// Conv2d forward + backward (dx, dw, dbias) for the three Nature-CNN layers at batch 128:
+//   conv1 (128, 4, 84, 84)  * (32, 4, 8, 8)  stride 4 -> (128, 32, 20, 20)
+//   conv2 (128, 32, 20, 20) * (64, 32, 4, 4) stride 2 -> (128, 64, 9, 9)
+//   conv3 (128, 64, 9, 9)   * (64, 64, 3, 3) stride 1 -> (128, 64, 7, 7)
+// GPU (im2col + cuBLASLt GEMM until cuDNN is wired in) and CPU. Median of 7 timed repeats.
+// The PyTorch peer (cudnn.benchmark = True) is bench/peer_ops.py.
+//
+// usage: bench_ops_conv [--cpu-only] [--tf32]
+#include <cstdio>
+
+#include "ops_bench_util.h"
+#include "redline/core/random.h"
+#include "redline/ops/ops.h"
+
+using namespace redline;
+
+namespace {
+
+struct Layer {
+  const char* name;
+  int64_t c, h, o, k;
+  int stride;
+};
+
+void run(Device device, const Layer& l, int64_t batch) {
+  Generator gen(1, 0, device);
+  Tensor x = Tensor::empty({batch, l.c, l.h, l.h}, DType::f32, device);
+  Tensor w = Tensor::empty({l.o, l.c, l.k, l.k}, DType::f32, device);
+  Tensor b = Tensor::zeros({l.o}, DType::f32, device);
+  uniform_(x, gen);
+  uniform_(w, gen);
+  const ops::Conv2dOptions o{l.stride, l.stride, 0, 0, 1, 1};
+  const Tensor y = ops::conv2d(x, w, b, o);
+  Tensor dy = Tensor::empty(y.shape(), DType::f32, device);
+  uniform_(dy, gen);
+  const int iterations = device.is_gpu() ? 20 : 1;
+  const double fwd = bench::median_ms(
+      device, [&] { ops::conv2d(x, w, b, o); }, iterations);
+  const double bwd = bench::median_ms(
+      device, [&] { ops::conv2d_backward(x, w, dy, o, true, true, true); }, iterations);
+  std::printf("| %s | %s | %s | %.4f | %.4f | %.4f |\n", device.str().c_str(), l.name,
+              shape_str(y.shape()).c_str(), fwd, bwd, fwd + bwd);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ops::set_allow_tf32(bench::has_flag(argc, argv, "--tf32"));
+  const Layer layers[] = {{"conv1 8x8 s4", 4, 84, 32, 8, 4},
+                          {"conv2 4x4 s2", 32, 20, 64, 4, 2},
+                          {"conv3 3x3 s1", 64, 9, 64, 3, 1}};
+  std::printf("tf32: %s\n", ops::allow_tf32() ? "on" : "off");
+  std::printf("| device | layer | output | forward ms | backward ms | total ms |\n");
+  std::printf("| --- | --- | --- | ---: | ---: | ---: |\n");
+  if (!bench::has_flag(argc, argv, "--cpu-only") && gpu_count() > 0) {
+    for (const Layer& l : layers) run(Device::gpu(0), l, 128);
+  }
+  for (const Layer& l : layers) run(Device::cpu(), l, 128);
+  return 0;
+}
