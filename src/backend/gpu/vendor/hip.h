@@ -86,7 +86,8 @@
 #define cudaFuncGetAttributes hipFuncGetAttributes
 
 // HIP's shuffles take 64-bit masks and ignore them; the *_sync spellings exist only in newer HIP.
-#if !defined(HIP_VERSION_MAJOR) || (HIP_VERSION_MAJOR < 6 || (HIP_VERSION_MAJOR == 6 && HIP_VERSION_MINOR < 2))
+#if !defined(HIP_VERSION_MAJOR) || \
+    (HIP_VERSION_MAJOR < 6 || (HIP_VERSION_MAJOR == 6 && HIP_VERSION_MINOR < 2))
 #define __shfl_xor_sync(mask, var, lane, width) __shfl_xor((var), (lane), (width))
 #define __shfl_down_sync(mask, var, delta, width) __shfl_down((var), (delta), (width))
 #define __shfl_sync(mask, var, lane, width) __shfl((var), (lane), (width))
