@@ -101,26 +101,35 @@ struct DTypeOf<bool> {
   static constexpr DType value = DType::boolean;
 };
 
+// Bit casts usable in host and device code. __builtin_memcpy, unlike memcpy, is accepted in device
+// code by every compiler redline supports (Debian's hipcc refuses plain memcpy there).
+REDLINE_HD inline uint32_t float_to_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+
+REDLINE_HD inline float bits_to_float(uint32_t u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
 // float -> bf16 with round-to-nearest-even; NaN stays NaN.
 REDLINE_HD inline uint16_t float_to_bf16_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
+  const uint32_t u = float_to_bits(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
   const uint32_t rounding = 0x7FFFu + ((u >> 16) & 1u);
   return static_cast<uint16_t>((u + rounding) >> 16);
 }
 
 REDLINE_HD inline float bf16_bits_to_float(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
+  return bits_to_float(static_cast<uint32_t>(b) << 16);
 }
 
 // float -> IEEE binary16 with round-to-nearest-even, overflow to infinity, subnormals kept.
 REDLINE_HD inline uint16_t float_to_f16_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
+  const uint32_t u = float_to_bits(f);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t abs = u & 0x7FFFFFFFu;
   if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
@@ -163,9 +172,7 @@ REDLINE_HD inline float f16_bits_to_float(uint16_t h) {
   } else {
     u = sign | ((exponent + 112u) << 23) | (mantissa << 13);
   }
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
+  return bits_to_float(u);
 }
 
 }  // namespace redline

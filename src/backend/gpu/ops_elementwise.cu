@@ -1,8 +1,8 @@
 // Elementwise kernels: unary, unary backward, binary (broadcasting), where, cast.
 // CPU twins: src/backend/cpu/ops_elementwise.cpp; the maths: src/ops/elementwise_math.h.
-#include "backend/gpu/ops_half.h"
 #include "backend/gpu/ops_kernels.h"
 #include "backend/gpu/ops_launch.h"
+#include "redline/core/dtype.h"
 
 namespace redline::gpu {
 namespace {
@@ -81,9 +81,9 @@ __device__ inline double load(const void* p, DType t, int64_t i) {
     case DType::f32:
       return static_cast<const float*>(p)[i];
     case DType::bf16:
-      return dev_bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+      return bf16_bits_to_float(static_cast<const uint16_t*>(p)[i]);
     case DType::f16:
-      return dev_f16_to_float(static_cast<const uint16_t*>(p)[i]);
+      return f16_bits_to_float(static_cast<const uint16_t*>(p)[i]);
     case DType::u8:
       return static_cast<const uint8_t*>(p)[i];
     case DType::i32:
@@ -102,10 +102,10 @@ __device__ inline void store(void* p, DType t, int64_t i, double v) {
       static_cast<float*>(p)[i] = static_cast<float>(v);
       break;
     case DType::bf16:
-      static_cast<uint16_t*>(p)[i] = dev_float_to_bf16(static_cast<float>(v));
+      static_cast<uint16_t*>(p)[i] = float_to_bf16_bits(static_cast<float>(v));
       break;
     case DType::f16:
-      static_cast<uint16_t*>(p)[i] = dev_float_to_f16(static_cast<float>(v));
+      static_cast<uint16_t*>(p)[i] = float_to_f16_bits(static_cast<float>(v));
       break;
     case DType::u8:
       static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v));

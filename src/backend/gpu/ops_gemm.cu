@@ -7,10 +7,10 @@
 #include <mutex>
 #include <tuple>
 
-#include "backend/gpu/ops_half.h"
 #include "backend/gpu/ops_kernels.h"
 #include "backend/gpu/ops_launch.h"
 #include "ops/elementwise_math.h"
+#include "redline/core/dtype.h"
 
 #if REDLINE_HAS_CUBLASLT && !REDLINE_HIP
 #include <cublasLt.h>
@@ -28,14 +28,14 @@ using cpu::GemmEpilogue;
 __device__ inline float load_any(const void* p, DType t, int64_t i) {
   if (t == DType::f32) return static_cast<const float*>(p)[i];
   const uint16_t bits = static_cast<const uint16_t*>(p)[i];
-  return t == DType::bf16 ? dev_bf16_to_float(bits) : dev_f16_to_float(bits);
+  return t == DType::bf16 ? bf16_bits_to_float(bits) : f16_bits_to_float(bits);
 }
 
 __device__ inline void store_any(void* p, DType t, int64_t i, float v) {
   if (t == DType::f32) {
     static_cast<float*>(p)[i] = v;
   } else {
-    static_cast<uint16_t*>(p)[i] = t == DType::bf16 ? dev_float_to_bf16(v) : dev_float_to_f16(v);
+    static_cast<uint16_t*>(p)[i] = t == DType::bf16 ? float_to_bf16_bits(v) : float_to_f16_bits(v);
   }
 }
 
