@@ -8,7 +8,8 @@
 // memory's stream; the table shows the median GPU time per operation and ops/s from it.
 //   eager: the host launches each sample and update (two kernels per operation).
 //   graph: kOps operations captured once in a StepGraph and replayed (what a captured training
-//          step does); "+gather" adds the (128, 4, 10, 10) batch with n-step returns.
+//          step does); "+gather" adds the (128, 4, 10, 10) batch with n-step returns; "sample"
+//          and "update" are each kernel alone, captured the same way.
 // Without a GPU it runs the CPU memory at the same sizes, so the program always prints a table.
 #include "redline/rl/replay/replay.h"
 
@@ -57,7 +58,7 @@ struct Row {
   int64_t capacity;
   size_t bytes;
   double fill_s;
-  double eager_us, graph_us, gather_us;
+  double eager_us, graph_us, gather_us, sample_us, update_us;
 };
 
 Row run(Device dev, int64_t capacity) {
@@ -72,7 +73,7 @@ Row run(Device dev, int64_t capacity) {
   c.seed = 1;
   c.device = dev;
   ReplayMemory m(c);
-  Row row{capacity, m.bytes(), 0, 0, 0, 0};
+  Row row{capacity, m.bytes(), 0, 0, 0, 0, 0, 0};
 
   // Fill: capacity / num_envs + n inserts.
   Generator gen(7, 0, dev);
@@ -119,10 +120,20 @@ Row run(Device dev, int64_t capacity) {
       m.update_priorities(smp.indices, pri);
     }
   };
+  const auto samples = [&] {
+    for (int i = 0; i < kOps; ++i) m.sample_into(kBatch, beta, smp);
+  };
+  const auto updates = [&] {
+    for (int i = 0; i < kOps; ++i) m.update_priorities(smp.indices, pri);
+  };
   row.eager_us = time_ms(dev, ops) * 1000.0 / kOps;
-  StepGraph g1(dev), g2(dev);
+  StepGraph g1(dev), g2(dev), g3(dev), g4(dev);
   g1.capture(ops);
   g2.capture(ops_gather);
+  g3.capture(samples);
+  g4.capture(updates);
+  row.sample_us = time_ms(dev, [&] { g3.replay(); }) * 1000.0 / kOps;
+  row.update_us = time_ms(dev, [&] { g4.replay(); }) * 1000.0 / kOps;
   row.graph_us = time_ms(dev, [&] { g1.replay(); }) * 1000.0 / kOps;
   row.gather_us = time_ms(dev, [&] { g2.replay(); }) * 1000.0 / kOps;
   m.check_errors();
@@ -149,15 +160,15 @@ int main(int argc, char** argv) {
       static_cast<long long>(kBatch), static_cast<long long>(kBatch), kRepeats, kOps);
   std::printf(
       "| capacity | memory MiB | fill s | eager us/op | eager ops/s | graph us/op | graph "
-      "ops/s | graph +gather us/op |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+      "ops/s | graph +gather us/op | sample us | update us |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (int64_t capacity : capacities) {
     try {
       const Row r = run(dev, capacity);
-      std::printf("| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f |\n",
+      std::printf("| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f |\n",
                   static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20),
                   r.fill_s, r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us,
-                  r.gather_us);
+                  r.gather_us, r.sample_us, r.update_us);
       std::printf(
           "RESULT replay device=%s capacity=%lld eager_ops_per_s=%.0f graph_ops_per_s=%.0f\n",
           dev.str().c_str(), static_cast<long long>(capacity), 1e6 / r.eager_us, 1e6 / r.graph_us);

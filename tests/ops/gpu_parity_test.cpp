@@ -58,15 +58,18 @@ using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
 using VariableFn = std::function<Variable(const std::vector<Variable>&)>;
 
 // Forward parity for floating inputs cast to dtype (integer inputs stay as they are).
+// f32_bound replaces the f32 bound where rounding grows with a reduction length.
 void forward_parity(const std::string& name, const TensorFn& fn, const std::vector<Tensor>& inputs,
-                    std::initializer_list<DType> dtypes = {DType::f32, DType::bf16, DType::f16}) {
+                    std::initializer_list<DType> dtypes = {DType::f32, DType::bf16, DType::f16},
+                    double f32_bound = 0.0) {
   for (DType t : dtypes) {
     std::vector<Tensor> cpu, gpu;
     for (const Tensor& x : inputs) {
       cpu.push_back(dtype_is_floating(x.dtype()) ? ops::cast(x, t) : x);
       gpu.push_back(cpu.back().to(kGpu));
     }
-    expect_parity(name, t, fn(gpu), fn(cpu), bound_for(t));
+    const double bound = t == DType::f32 && f32_bound > 0.0 ? f32_bound : bound_for(t);
+    expect_parity(name, t, fn(gpu), fn(cpu), bound);
   }
 }
 
@@ -187,9 +190,14 @@ TEST(GpuParity, MatmulLinearConvPool) {
                  {test::uniform({33, 17}, 1), test::uniform({6, 17, 9}, 2)}, {DType::f32});
   const Tensor x = test::uniform({64, 256}, 3), w = test::uniform({128, 256}, 4),
                bias = test::uniform({128}, 5);
+  // K = 256 products summed in different orders (OpenBLAS vs cuBLASLt): each result can differ
+  // by up to K * 2^-24 relative to the largest term on each side, so f32 is held to K * 2^-23
+  // (3.1e-5), not the 2e-5 of one-pass ops (GELU's slope, below 1.13, passes it on).
+  const double k_bound = 256.0 * std::ldexp(1.0, -23);
   for (auto act : {ops::Activation::none, ops::Activation::relu, ops::Activation::gelu}) {
     forward_parity(format("linear act {}", static_cast<int>(act)),
-                   [act](auto& v) { return ops::linear(v[0], v[1], v[2], act); }, {x, w, bias});
+                   [act](auto& v) { return ops::linear(v[0], v[1], v[2], act); }, {x, w, bias},
+                   {DType::f32, DType::bf16, DType::f16}, k_bound);
   }
   // The Nature-CNN layers on 84x84 frames, and a padded, dilated case.
   const Tensor frames = test::uniform({2, 4, 84, 84}, 6);
@@ -237,7 +245,7 @@ TEST(GpuParity, Gradients) {
   const Tensor target = ops::cast(test::uniform({16}, 5, 0, 24), DType::i64);
   gradient_parity("cross_entropy weighted",
                   [&](auto& v) {
-                    return cross_entropy(v[0], target,
+                    return cross_entropy(v[0], target.to(v[0].device()),
                                          test::uniform({16}, 6, 0, 1).to(v[0].device()));
                   },
                   {a});

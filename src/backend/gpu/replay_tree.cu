@@ -4,9 +4,14 @@
 // synchronization; counters (rows written, max priority, Philox offset) live on the device, so
 // the launches can be captured in a graph and replayed.
 //
-// Sample and update run as a single block: a batch of 128 is latency-bound (six dependent 128-byte
-// loads per descent), and one block lets the level-by-level ancestor recomputation synchronize
-// with __syncthreads instead of one launch per level.
+// Sample and update run as a single block: a batch of 128 is latency-bound (one dependent load per
+// tree level), and one block lets the level-by-level ancestor recomputation synchronize with
+// __syncthreads instead of one launch per level. Each sample or updated index is served by a group
+// of kGroupLanes lanes that load a node's 16 children together (two doubles per lane, one 128-byte
+// line per group) and share them with shuffles; the arithmetic on the 16 values is then the CPU's
+// own (tree_choose_child, tree_combine), so both devices give the same bits. One thread walking a
+// node alone issued 16 separate loads per level, each touching 32 different lines per warp, and
+// the single SM's load unit, not memory latency, set the pace.
 #include <cfloat>
 #include <climits>
 
@@ -17,6 +22,21 @@ namespace redline::rl::replay::gpu {
 namespace {
 
 constexpr int64_t kStagedIndices = 4096;  // 32 KiB of shared memory for update's duplicate scan
+constexpr int kGroupLanes = 8;  // lanes per sample or index: 2 of a node's 16 children each
+constexpr int kMaxThreads = 1024;
+
+// The 16 values at src (16-byte aligned: tree levels start on multiples of 16 nodes), loaded by the
+// kGroupLanes lanes of a group (two each) and gathered into every lane's c. Every lane of the warp
+// must call it; inactive groups pass src == nullptr and get zeros.
+__device__ inline void group_load16(const double* src, int lane, double* c) {
+  double2 mine = make_double2(0.0, 0.0);
+  if (src != nullptr) mine = reinterpret_cast<const double2*>(src)[lane];
+#pragma unroll
+  for (int k = 0; k < kGroupLanes; ++k) {
+    c[2 * k] = __shfl_sync(redline::gpu::kFullLaneMask, mine.x, k, kGroupLanes);
+    c[2 * k + 1] = __shfl_sync(redline::gpu::kFullLaneMask, mine.y, k, kGroupLanes);
+  }
+}
 
 __device__ void report_fault(DeviceFault* fault, int32_t code, int32_t position, double value) {
   if (fault == nullptr) return;
@@ -39,6 +59,31 @@ int threads_for(int64_t work, int most) {
   int t = redline::gpu::kWarpSize;
   while (t < most && t < work) t *= 2;
   return t;
+}
+
+// tree_combine of the 16 children at sum_src / min_src, loaded by the lanes of a group (two each)
+// and folded in the same left-to-right order while they are shuffled in, so no lane holds all 32
+// values. Every lane of the warp must call it; inactive groups pass nullptr.
+__device__ inline void group_combine16(const double* sum_src, const double* min_src, int lane,
+                                       double* sum_out, double* min_out) {
+  double2 s2 = make_double2(0.0, 0.0), m2 = make_double2(0.0, 0.0);
+  if (sum_src != nullptr) {
+    s2 = reinterpret_cast<const double2*>(sum_src)[lane];
+    m2 = reinterpret_cast<const double2*>(min_src)[lane];
+  }
+  double s = __shfl_sync(redline::gpu::kFullLaneMask, s2.x, 0, kGroupLanes);
+  double m = __shfl_sync(redline::gpu::kFullLaneMask, m2.x, 0, kGroupLanes);
+  s = s + __shfl_sync(redline::gpu::kFullLaneMask, s2.y, 0, kGroupLanes);
+  m = tree_min(m, __shfl_sync(redline::gpu::kFullLaneMask, m2.y, 0, kGroupLanes));
+#pragma unroll
+  for (int k = 1; k < kGroupLanes; ++k) {
+    s = s + __shfl_sync(redline::gpu::kFullLaneMask, s2.x, k, kGroupLanes);
+    m = tree_min(m, __shfl_sync(redline::gpu::kFullLaneMask, m2.x, k, kGroupLanes));
+    s = s + __shfl_sync(redline::gpu::kFullLaneMask, s2.y, k, kGroupLanes);
+    m = tree_min(m, __shfl_sync(redline::gpu::kFullLaneMask, m2.y, k, kGroupLanes));
+  }
+  *sum_out = s;
+  *min_out = m;
 }
 
 // ---- insert: leaves of the overwritten, history-less and completed rows, then ancestors -------
@@ -73,8 +118,11 @@ __global__ void insert_tree_kernel(ReplayView v) {
 }
 
 // ---- sample -------------------------------------------------------------------------------------
-__global__ void sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
-                              int64_t* indices, float* weights) {  // indices, weights: (batch,)
+// Group g of the block draws samples g, g + groups, ...; every lane of a group runs the same
+// descent on the same gathered values, and lane 0 writes the result.
+__global__ void __launch_bounds__(kMaxThreads)
+    sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
+                  int64_t* indices, float* weights) {  // indices, weights: (batch,)
   const uint64_t base = static_cast<uint64_t>(*v.rng_offset);
   const double total = v.sum[0];
   const double min_leaf = v.min[0];
@@ -82,16 +130,28 @@ __global__ void sample_kernel(ReplayView v, int64_t batch, double beta, const fl
   const bool beta_ok = b >= 0.0 && b <= 1.0;
   const bool empty = !(total > 0.0);
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
-  for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) {
-    if (empty || !beta_ok) {
-      indices[i] = 0;
-      weights[i] = 0.0f;
-      continue;
+  const int lane = static_cast<int>(threadIdx.x) % kGroupLanes;
+  const int64_t group = threadIdx.x / kGroupLanes;
+  const int64_t groups = blockDim.x / kGroupLanes;
+  for (int64_t first = 0; first < batch; first += groups) {  // the same trip count in every thread
+    const int64_t i = first + group;
+    const bool active = i < batch && !empty && beta_ok;
+    double u = active ? stratified_point(v, base, i, batch, total) : 0.0;
+    int64_t node = 0;
+    for (int d = 0; d + 1 < v.tree.levels; ++d) {
+      double c[kFanout];
+      group_load16(active ? v.sum + v.tree.offset[d + 1] + node * kFanout : nullptr, lane, c);
+      node = node * kFanout + tree_choose_child(c, &u);
     }
-    const double u = stratified_point(v, base, i, batch, total);
-    const int64_t leaf = tree_descend(v.tree, v.sum, u);
-    indices[i] = leaf;
-    weights[i] = importance_weight(v, v.sum[leaf0 + leaf], min_leaf, b);
+    if (i < batch && lane == 0) {
+      if (active) {
+        indices[i] = node;
+        weights[i] = importance_weight(v, v.sum[leaf0 + node], min_leaf, b);
+      } else {
+        indices[i] = 0;
+        weights[i] = 0.0f;
+      }
+    }
   }
   __syncthreads();  // every thread has read the offset
   if (threadIdx.x == 0) {
@@ -106,8 +166,9 @@ __global__ void sample_kernel(ReplayView v, int64_t batch, double beta, const fl
 }
 
 // ---- update -------------------------------------------------------------------------------------
-__global__ void update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
-                              const float* priorities) {  // indices, priorities: (batch,)
+__global__ void __launch_bounds__(kMaxThreads)
+    update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
+                  const float* priorities) {  // indices, priorities: (batch,)
   __shared__ int bad_index_at;
   __shared__ int bad_priority_at;
   __shared__ unsigned int max_bits;  // positive floats order like their bit patterns
@@ -141,7 +202,8 @@ __global__ void update_kernel(ReplayView v, int64_t batch, const int64_t* indice
     return;
   }
   // Leaves: only the last occurrence of an index writes, and only while the slot is sampleable.
-  // The duplicate scan reads the batch's indices from shared memory when they fit.
+  // The group of index i scans the later indices (each lane every kGroupLanes-th one) from shared
+  // memory when the batch fits there.
   extern __shared__ int64_t staged[];  // (min(batch, kStagedIndices),)
   const bool use_staged = batch <= kStagedIndices;
   if (use_staged) {
@@ -150,21 +212,42 @@ __global__ void update_kernel(ReplayView v, int64_t batch, const int64_t* indice
   }
   const int64_t* scan = use_staged ? staged : indices;
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
-  for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) {
-    const int64_t idx = scan[i];
-    bool last = true;
-#pragma unroll 8
-    for (int64_t j = i + 1; j < batch; ++j) last = last & (scan[j] != idx);
-    if (last && v.sum[leaf0 + idx] > 0.0) {
-      set_leaf(v, idx, portable_pow(static_cast<double>(priorities[i]), v.alpha));
+  const int lane = static_cast<int>(threadIdx.x) % kGroupLanes;
+  const int64_t group = threadIdx.x / kGroupLanes;
+  const int64_t groups = blockDim.x / kGroupLanes;
+  for (int64_t first = 0; first < batch; first += groups) {  // the same trip count in every thread
+    const int64_t i = first + group;
+    int later = 0;  // 1 when a later position holds the same index
+    if (i < batch) {
+      const int64_t idx = scan[i];
+      for (int64_t j = i + 1 + lane; j < batch; j += kGroupLanes) later |= scan[j] == idx;
+    }
+    for (int offset = kGroupLanes / 2; offset > 0; offset /= 2) {
+      later |= __shfl_xor_sync(redline::gpu::kFullLaneMask, later, offset, kGroupLanes);
+    }
+    if (i < batch && lane == 0 && !later) {
+      const int64_t idx = scan[i];
+      if (v.sum[leaf0 + idx] > 0.0) {
+        set_leaf(v, idx, portable_pow(static_cast<double>(priorities[i]), v.alpha));
+      }
     }
   }
   __syncthreads();
   const int leaf_level = v.tree.levels - 1;
   for (int d = leaf_level - 1; d >= 0; --d) {
     const int shift = 4 * (leaf_level - d);
-    for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) {
-      tree_recompute(v.tree, v.sum, v.min, d, indices[i] >> shift);
+    for (int64_t first = 0; first < batch; first += groups) {
+      const int64_t i = first + group;
+      const int64_t node = i < batch ? scan[i] >> shift : 0;
+      const int64_t child = v.tree.offset[d + 1] + node * kFanout;
+      double s = 0.0, m = 0.0;
+      group_combine16(i < batch ? v.sum + child : nullptr, i < batch ? v.min + child : nullptr,
+                      lane, &s, &m);
+      if (i < batch && lane == 0) {
+        const int64_t at = v.tree.offset[d] + node;
+        v.sum[at] = s;
+        v.min[at] = m;
+      }
     }
     __syncthreads();
   }
@@ -187,8 +270,8 @@ void insert(const ReplayView& v, const InsertSource& src, void* stream) {
 void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_device,
             int64_t* indices, float* weights, void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  sample_kernel<<<1, threads_for(batch, 256), 0, s>>>(v, batch, beta, beta_device, indices,
-                                                      weights);
+  sample_kernel<<<1, threads_for(batch * kGroupLanes, kMaxThreads), 0, s>>>(
+      v, batch, beta, beta_device, indices, weights);
   GPU_CHECK_LAUNCH();
 }
 
@@ -196,7 +279,8 @@ void update(const ReplayView& v, int64_t batch, const int64_t* indices, const fl
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const size_t staged = static_cast<size_t>(batch <= kStagedIndices ? batch : 0) * sizeof(int64_t);
-  update_kernel<<<1, threads_for(batch, 1024), staged, s>>>(v, batch, indices, priorities);
+  update_kernel<<<1, threads_for(batch * kGroupLanes, kMaxThreads), staged, s>>>(v, batch, indices,
+                                                                                 priorities);
   GPU_CHECK_LAUNCH();
 }
 

@@ -52,50 +52,64 @@ inline TreeLayout make_tree_layout(int64_t leaves) {
 
 REDLINE_HD inline double tree_min(double a, double b) { return b < a ? b : a; }
 
-// Recomputes node j of level d (< leaves level) from its children: the sum in left-to-right order
-// (so every device adds in the same order) and the min.
+// A parent's sum (its 16 children added left to right, so every device adds in the same order) and
+// min, from the children's values.
+REDLINE_HD inline void tree_combine(const double* child_sum, const double* child_min,
+                                    double* sum_out, double* min_out) {
+  double s = child_sum[0];
+  double m = child_min[0];
+  for (int c = 1; c < kFanout; ++c) {
+    s = s + child_sum[c];
+    m = tree_min(m, child_min[c]);
+  }
+  *sum_out = s;
+  *min_out = m;
+}
+
+// Recomputes node j of level d (< leaves level) from its children.
 REDLINE_HD inline void tree_recompute(const TreeLayout& t, double* sum, double* mn, int d,
                                       int64_t j) {
   const int64_t child = t.offset[d + 1] + j * kFanout;
-  double s = sum[child];
-  double m = mn[child];
-  for (int c = 1; c < kFanout; ++c) {
-    s = s + sum[child + c];
-    m = tree_min(m, mn[child + c]);
-  }
-  sum[t.offset[d] + j] = s;
-  mn[t.offset[d] + j] = m;
+  tree_combine(sum + child, mn + child, sum + t.offset[d] + j, mn + t.offset[d] + j);
 }
 
-// The leaf whose prefix-sum interval holds u (0 <= u, ideally u < root). Children with zero mass
-// are never chosen; if rounding leaves u at or past the end of a node, the node's last positive
-// child is taken, so a descent from a positive root always ends on a positive leaf.
+// One step of a descent: the child of a node (its 16 children's sums in c) whose prefix-sum
+// interval holds u, with u made relative to that child. Children with zero mass are never chosen;
+// if rounding leaves u at or past the end, the last positive child is taken and u stays at its end,
+// so a descent from a positive root always ends on a positive leaf.
+REDLINE_HD inline int tree_choose_child(const double* c, double* u_io) {
+  double u = *u_io;
+  int chosen = -1;
+  int last_positive = 0;
+  double last_mass = 0.0;
+  for (int j = 0; j < kFanout; ++j) {
+    const double v = c[j];
+    if (v > 0.0) {
+      last_positive = j;
+      last_mass = v;
+      if (u < v) {
+        chosen = j;
+        break;
+      }
+      u = u - v;
+    }
+  }
+  if (chosen < 0) {
+    chosen = last_positive;
+    u = last_mass;
+  }
+  *u_io = u;
+  return chosen;
+}
+
+// The leaf whose prefix-sum interval holds u (0 <= u, ideally u < root).
 REDLINE_HD inline int64_t tree_descend(const TreeLayout& t, const double* sum, double u) {
   int64_t node = 0;
   for (int d = 0; d + 1 < t.levels; ++d) {
     const double* src = sum + t.offset[d + 1] + node * kFanout;
     double c[kFanout];  // one 128-byte line, loaded before the scan so the loads overlap
     for (int j = 0; j < kFanout; ++j) c[j] = src[j];
-    int chosen = -1;
-    int last_positive = 0;
-    double last_mass = 0.0;
-    for (int j = 0; j < kFanout; ++j) {
-      const double v = c[j];
-      if (v > 0.0) {
-        last_positive = j;
-        last_mass = v;
-        if (u < v) {
-          chosen = j;
-          break;
-        }
-        u = u - v;
-      }
-    }
-    if (chosen < 0) {  // past the end: the last positive child, and stay at its end
-      chosen = last_positive;
-      u = last_mass;
-    }
-    node = node * kFanout + chosen;
+    node = node * kFanout + tree_choose_child(c, &u);
   }
   return node;
 }
