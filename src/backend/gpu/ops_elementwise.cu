@@ -35,12 +35,35 @@ bool all_contiguous(const ElementwiseLayout& l, int operands) {
   return true;
 }
 
-template <bool kContiguous>
-__global__ void unary_kernel(UnaryOp op, float param, float* out, const float* x,
-                             ElementwiseLayout l) {
+// Elements per thread per pass of the contiguous kernels: all loads of a pass are issued before
+// the first store, so a thread keeps kUnroll loads in flight (one at a time left relu at 67% of
+// copy bandwidth on the H200).
+constexpr int kUnroll = 4;
+
+__global__ void unary_contiguous_kernel(UnaryOp op, float param, float* out, const float* x,
+                                        int64_t n) {
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; first < n;
+       first += kUnroll * stride) {
+    float v[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const int64_t i = first + k * stride;
+      v[k] = i < n ? x[i] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const int64_t i = first + k * stride;
+      if (i < n) out[i] = ops::unary_forward<float>(op, v[k], param);
+    }
+  }
+}
+
+__global__ void unary_strided_kernel(UnaryOp op, float param, float* out, const float* x,
+                                     ElementwiseLayout l) {
   REDLINE_GRID_STRIDE(i, l.numel) {
-    int64_t at[2] = {i, i};
-    if (!kContiguous) element_offsets<2>(l, i, at);
+    int64_t at[2];
+    element_offsets<2>(l, i, at);
     out[at[0]] = ops::unary_forward<float>(op, x[at[1]], param);
   }
 }
@@ -155,10 +178,11 @@ void unary(UnaryOp op, DType dtype, double param, void* out, const void* x,
   if (l.numel == 0) return;
   const float p = static_cast<float>(param);
   if (all_contiguous(l, 2)) {
-    unary_kernel<true><<<op_blocks(l.numel), kOpThreads, 0, as_stream(stream)>>>(
-        op, p, static_cast<float*>(out), static_cast<const float*>(x), l);
+    const int64_t passes = (l.numel + kUnroll - 1) / kUnroll;
+    unary_contiguous_kernel<<<op_blocks(passes), kOpThreads, 0, as_stream(stream)>>>(
+        op, p, static_cast<float*>(out), static_cast<const float*>(x), l.numel);
   } else {
-    unary_kernel<false><<<op_blocks(l.numel), kOpThreads, 0, as_stream(stream)>>>(
+    unary_strided_kernel<<<op_blocks(l.numel), kOpThreads, 0, as_stream(stream)>>>(
         op, p, static_cast<float*>(out), static_cast<const float*>(x), l);
   }
   GPU_CHECK_LAUNCH();

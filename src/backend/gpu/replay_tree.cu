@@ -21,7 +21,20 @@
 namespace redline::rl::replay::gpu {
 namespace {
 
-constexpr int64_t kStagedIndices = 4096;  // 32 KiB of shared memory for update's duplicate scan
+constexpr int64_t kStagedIndices = 1024;  // 8 KiB of shared memory for update's duplicate scan
+// The top of the tree (the root's levels down to the last that fits) is copied into shared memory
+// at the start of sample and update with one parallel load, so the walk through those levels costs
+// no dependent global reads: sample keeps up to 4096 sum nodes (32 KiB: 4 levels at 1e7
+// leaves), update up to 2048 nodes of each tree (32 KiB).
+constexpr int kSampleCachedNodes = 4096;
+constexpr int kUpdateCachedNodes = 2048;
+
+// Levels 0 .. result-1 of the tree hold at most `most` nodes together.
+__device__ inline int cached_levels(const TreeLayout& t, int most) {
+  int levels = 0;
+  while (levels < t.levels && t.offset[levels] + t.count[levels] <= most) ++levels;
+  return levels;
+}
 constexpr int kGroupLanes = 8;  // lanes per sample or index: 2 of a node's 16 children each
 constexpr int kMaxThreads = 1024;
 
@@ -123,10 +136,16 @@ __global__ void insert_tree_kernel(ReplayView v) {
 __global__ void __launch_bounds__(kMaxThreads)
     sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
                   int64_t* indices, float* weights) {  // indices, weights: (batch,)
+  __shared__ double top[kSampleCachedNodes];
+  const int cached = cached_levels(v.tree, kSampleCachedNodes);
+  const int64_t cached_nodes =
+      cached > 0 ? v.tree.offset[cached - 1] + v.tree.count[cached - 1] : 0;
+  for (int64_t n = threadIdx.x; n < cached_nodes; n += blockDim.x) top[n] = v.sum[n];
   const uint64_t base = static_cast<uint64_t>(*v.rng_offset);
-  const double total = v.sum[0];
   const double min_leaf = v.min[0];
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
+  __syncthreads();
+  const double total = cached > 0 ? top[0] : v.sum[0];
   const bool beta_ok = b >= 0.0 && b <= 1.0;
   const bool empty = !(total > 0.0);
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
@@ -138,15 +157,21 @@ __global__ void __launch_bounds__(kMaxThreads)
     const bool active = i < batch && !empty && beta_ok;
     double u = active ? stratified_point(v, base, i, batch, total) : 0.0;
     int64_t node = 0;
+    double leaf = 0.0;  // the chosen leaf's value: the last level's chosen child
     for (int d = 0; d + 1 < v.tree.levels; ++d) {
+      const int64_t at = v.tree.offset[d + 1] + node * kFanout;
       double c[kFanout];
-      group_load16(active ? v.sum + v.tree.offset[d + 1] + node * kFanout : nullptr, lane, c);
-      node = node * kFanout + tree_choose_child(c, &u);
+      group_load16(active ? (d + 1 < cached ? top : v.sum) + at : nullptr, lane, c);
+      const int chosen = tree_choose_child(c, &u);
+      node = node * kFanout + chosen;
+#pragma unroll
+      for (int j = 0; j < kFanout; ++j) leaf = j == chosen ? c[j] : leaf;  // no local-memory index
     }
     if (i < batch && lane == 0) {
       if (active) {
+        if (v.tree.levels == 1) leaf = v.sum[leaf0];
         indices[i] = node;
-        weights[i] = importance_weight(v, v.sum[leaf0 + node], min_leaf, b);
+        weights[i] = importance_weight(v, leaf, min_leaf, b);
       } else {
         indices[i] = 0;
         weights[i] = 0.0f;
@@ -172,6 +197,16 @@ __global__ void __launch_bounds__(kMaxThreads)
   __shared__ int bad_index_at;
   __shared__ int bad_priority_at;
   __shared__ unsigned int max_bits;  // positive floats order like their bit patterns
+  __shared__ double top_sum[kUpdateCachedNodes];
+  __shared__ double top_min[kUpdateCachedNodes];
+  // Never the leaf level: leaves are written to global memory only, before the recomputation.
+  const int cached = min(cached_levels(v.tree, kUpdateCachedNodes), v.tree.levels - 1);
+  const int64_t cached_nodes =
+      cached > 0 ? v.tree.offset[cached - 1] + v.tree.count[cached - 1] : 0;
+  for (int64_t n = threadIdx.x; n < cached_nodes; n += blockDim.x) {
+    top_sum[n] = v.sum[n];
+    top_min[n] = v.min[n];
+  }
   if (threadIdx.x == 0) {
     bad_index_at = INT_MAX;
     bad_priority_at = INT_MAX;
@@ -240,13 +275,19 @@ __global__ void __launch_bounds__(kMaxThreads)
       const int64_t i = first + group;
       const int64_t node = i < batch ? scan[i] >> shift : 0;
       const int64_t child = v.tree.offset[d + 1] + node * kFanout;
+      const bool shared_children = d + 1 < cached;
       double s = 0.0, m = 0.0;
-      group_combine16(i < batch ? v.sum + child : nullptr, i < batch ? v.min + child : nullptr,
-                      lane, &s, &m);
+      group_combine16(i < batch ? (shared_children ? top_sum : v.sum) + child : nullptr,
+                      i < batch ? (shared_children ? top_min : v.min) + child : nullptr, lane, &s,
+                      &m);
       if (i < batch && lane == 0) {
         const int64_t at = v.tree.offset[d] + node;
         v.sum[at] = s;
         v.min[at] = m;
+        if (d < cached) {
+          top_sum[at] = s;
+          top_min[at] = m;
+        }
       }
     }
     __syncthreads();
