@@ -1,4 +1,4 @@
-// conv2d (im2col + GEMM per image) and 2-D pooling front-ends, NCHW.
+// conv2d (cuDNN where the build found it, else im2col + GEMM) and 2-D pooling front-ends, NCHW.
 #include "backend/cpu/ops_kernels.h"
 #include "ops/ops_common.h"
 #include "redline/ops/ops.h"
@@ -70,6 +70,13 @@ cpu::GemmArgs gemm_args(int64_t m, int64_t n, int64_t k, const float* a, bool ta
   return g;
 }
 
+#if REDLINE_HAS_GPU && REDLINE_HAS_CUDNN
+// cuDNN takes conv2d on CUDA GPUs (src/backend/gpu/ops_cudnn.cu) unless it cannot take this call.
+bool use_cudnn(Device device, const ConvGeometry& g) {
+  return device.is_gpu() && gpu::cudnn_conv2d_usable(g, detail::gpu_stream(device));
+}
+#endif
+
 }  // namespace
 
 // One im2col of the whole batch and one GEMM (the launch count does not grow with the batch):
@@ -90,6 +97,14 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
                 "conv2d: bias must be ({},) but is {}", g.o, bias.describe());
   const Tensor xc = detail::to_f32(x).contiguous(), wc = detail::to_f32(w).contiguous();
   const Tensor bc = bias.defined() ? detail::to_f32(bias).contiguous() : Tensor();
+#if REDLINE_HAS_GPU && REDLINE_HAS_CUDNN
+  if (use_cudnn(device, g)) {
+    Tensor y = Tensor::empty({g.n, g.o, g.oh, g.ow}, DType::f32, device);
+    gpu::cudnn_conv2d(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
+                      y.data<float>(), g, allow_tf32(), detail::gpu_stream(device));
+    return detail::from_f32(y, x.dtype());
+  }
+#endif
   const int64_t rows = g.c * g.kh * g.kw, cols = g.n * g.oh * g.ow;
   Tensor col = Tensor::empty({rows, cols}, DType::f32, device);
   REDLINE_KERNEL(device, im2col, xc.data<float>(), col.data<float>(), g);
@@ -112,6 +127,29 @@ Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
   REDLINE_CHECK(dy.shape() == (Shape{g.n, g.o, g.oh, g.ow}),
                 "conv2d backward: dy is {} but the output shape is ({}, {}, {}, {})", dy.describe(),
                 g.n, g.o, g.oh, g.ow);
+#if REDLINE_HAS_GPU && REDLINE_HAS_CUDNN
+  if (use_cudnn(device, g)) {
+    void* stream = detail::gpu_stream(device);
+    const Tensor dyc = detail::to_f32(dy).contiguous();
+    Conv2dGrads grads;
+    if (need_dw) {
+      const Tensor xc = detail::to_f32(x).contiguous();
+      Tensor dw = Tensor::empty(w.shape(), DType::f32, device);
+      gpu::cudnn_conv2d_backward_filter(xc.data<float>(), dyc.data<float>(), dw.data<float>(), g,
+                                        allow_tf32(), stream);
+      grads.dw = detail::from_f32(dw, w.dtype());
+    }
+    if (need_dx) {
+      const Tensor wc = detail::to_f32(w).contiguous();
+      Tensor dx = Tensor::empty(x.shape(), DType::f32, device);
+      gpu::cudnn_conv2d_backward_data(wc.data<float>(), dyc.data<float>(), dx.data<float>(), g,
+                                      allow_tf32(), stream);
+      grads.dx = detail::from_f32(dx, x.dtype());
+    }
+    if (need_dbias) grads.dbias = detail::from_f32(sum(dyc, {0, 2, 3}), dy.dtype());
+    return grads;
+  }
+#endif
   const int64_t rows = g.c * g.kh * g.kw, cols = g.n * g.oh * g.ow;
   const Tensor dyt =
       detail::to_f32(dy).permute({0, 2, 3, 1}).contiguous().view({cols, g.o});  // (N*OH*OW, O)

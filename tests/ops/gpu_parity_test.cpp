@@ -257,6 +257,12 @@ TEST(GpuParity, Gradients) {
         return max_pool2d(relu(conv2d(v[0], v[1], v[2], {2, 2, 1, 1, 1, 1})));
       },
       {test::uniform({2, 3, 12, 12}, 7), test::uniform({4, 3, 3, 3}, 8), test::uniform({4}, 9)});
+  // Asymmetric stride, padding and dilation, no bias: cuDNN's backward data / filter vs col2im.
+  gradient_parity("conv stride pad dil",
+                  [](auto& v) {
+                    return tanh(conv2d(v[0], v[1], Variable(), {2, 1, 2, 1, 2, 1}));
+                  },
+                  {test::uniform({3, 5, 11, 9}, 10), test::uniform({6, 5, 3, 3}, 11)});
   gradient_parity("gather index_select layer_norm",
                   [&](auto& v) {
                     const Tensor idx = ops::cast(test::uniform({16, 2}, 10, 0, 24), DType::i64);

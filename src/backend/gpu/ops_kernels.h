@@ -40,6 +40,20 @@ void index_add(DType dtype, void* out, const void* src, const int64_t* index,
 
 void im2col(const float* x, float* col, const ops::ConvGeometry& g, StreamHandle stream);
 void col2im(const float* col, float* x, const ops::ConvGeometry& g, StreamHandle stream);
+#if REDLINE_HAS_CUDNN
+// conv2d through cuDNN (ops_cudnn.cu; CUDA builds that found cuDNN), NCHW f32, groups = 1:
+//   x: (N, C, H, W)   w: (O, C, KH, KW)   bias: (O,) or nullptr   y, dy: (N, O, OH, OW)
+// The algorithm of each shape is searched once (heuristics while the stream is captured).
+// usable: false where cuDNN cannot take the call (an empty tensor, one over INT_MAX elements, or
+// the device's first use while a graph is captured); the caller then runs im2col + GEMM.
+bool cudnn_conv2d_usable(const ops::ConvGeometry& g, StreamHandle stream);
+void cudnn_conv2d(const float* x, const float* w, const float* bias, float* y,
+                  const ops::ConvGeometry& g, bool allow_tf32, StreamHandle stream);
+void cudnn_conv2d_backward_data(const float* w, const float* dy, float* dx,
+                                const ops::ConvGeometry& g, bool allow_tf32, StreamHandle stream);
+void cudnn_conv2d_backward_filter(const float* x, const float* dy, float* dw,
+                                  const ops::ConvGeometry& g, bool allow_tf32, StreamHandle stream);
+#endif
 void max_pool2d(const float* x, float* y, int64_t* indices, const ops::ConvGeometry& g,
                 StreamHandle stream);
 void max_pool2d_backward(const float* dy, const int64_t* indices, float* dx,

@@ -1,0 +1,360 @@
+// conv2d through cuDNN (CUDA builds that found cuDNN): forward, backward data and backward filter,
+// NCHW f32, groups = 1, through the legacy convolution API. The im2col + GEMM path
+// (ops_conv.cu + ops_gemm.cu) stays the fallback and the HIP path.
+//
+// Algorithms are timed once per shape (cudnnFind*AlgorithmEx, like torch's cudnn.benchmark) and
+// cached per device; the search synchronizes, so while the stream is being captured a shape not
+// yet searched takes cuDNN's heuristic choice (cudnnGet*_v7) instead, uncached. Only
+// deterministic algorithms are taken when one exists (col2im is deterministic too), and f32 stays
+// f32 (CUDNN_FMA_MATH) unless ops::set_allow_tf32(true). Workspace comes from the caching
+// allocator, so a captured graph keeps its blocks in its private pool.
+#include "backend/gpu/ops_kernels.h"
+#include "backend/gpu/ops_launch.h"
+
+#if REDLINE_HAS_CUDNN && !REDLINE_HIP
+
+#include <cudnn.h>
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "redline/core/allocator.h"
+
+#define CUDNN_CHECK(call)                                                                      \
+  do {                                                                                         \
+    const cudnnStatus_t redline_status_ = (call);                                              \
+    if (redline_status_ != CUDNN_STATUS_SUCCESS) {                                             \
+      throw ::redline::Error(                                                                  \
+          ::redline::format("conv2d through cuDNN failed: {} returned {} "                     \
+                            "({}:{})",                                                         \
+                            #call, cudnnGetErrorString(redline_status_), __FILE__, __LINE__)); \
+    }                                                                                          \
+  } while (0)
+
+namespace redline::gpu {
+namespace {
+
+using ops::ConvGeometry;
+
+// Largest workspace an algorithm may use (and the one the search offers it).
+constexpr size_t kMaxWorkspaceBytes = size_t{128} << 20;
+
+enum class Pass { forward, backward_data, backward_filter };
+
+// What the search or the heuristic chose for one shape.
+struct Choice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace = 0;
+};
+
+// pass, geometry, tf32 allowed, common pointer alignment.
+using ChoiceKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                             int, int, int, int, int, int, bool, uint32_t>;
+
+struct DeviceContext {
+  cudnnHandle_t handle = nullptr;
+  std::map<ChoiceKey, Choice> choices;
+};
+
+std::mutex g_mutex;
+std::map<int, DeviceContext> g_contexts;
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  GPU_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// The largest power of two (up to 16) dividing every pointer: an algorithm timed on aligned
+// buffers must not be replayed on offset views.
+uint32_t common_alignment(const void* a, const void* b, const void* c) {
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
+                         reinterpret_cast<uintptr_t>(c);
+  uint32_t alignment = 16;
+  while (alignment > 1 && (bits & (alignment - 1)) != 0) alignment /= 2;
+  return alignment;
+}
+
+ChoiceKey choice_key(Pass pass, const ConvGeometry& g, bool allow_tf32, uint32_t alignment) {
+  return {static_cast<int>(pass),
+          g.n,
+          g.c,
+          g.h,
+          g.w,
+          g.o,
+          g.kh,
+          g.kw,
+          g.stride_h,
+          g.stride_w,
+          g.pad_h,
+          g.pad_w,
+          g.dilation_h,
+          g.dilation_w,
+          allow_tf32,
+          alignment};
+}
+
+// One cuDNN descriptor, destroyed with the scope (each member of Descriptors below is complete
+// before the next is made, so a throw part-way leaks nothing).
+template <typename T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
+struct Owned {
+  T d = nullptr;
+  Owned() { CUDNN_CHECK(Create(&d)); }
+  ~Owned() { Destroy(d); }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  operator T() const { return d; }
+};
+using TensorDesc =
+    Owned<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc =
+    Owned<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDesc = Owned<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                       cudnnDestroyConvolutionDescriptor>;
+
+int as_int(int64_t v) { return static_cast<int>(v); }
+
+// The descriptors of one call (host objects, cheap to make).
+//   x: (N, C, H, W)   w: (O, C, KH, KW)   y: (N, O, OH, OW)   all f32, contiguous
+struct Descriptors {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+
+  Descriptors(const ConvGeometry& g, bool allow_tf32) {
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(g.n),
+                                           as_int(g.c), as_int(g.h), as_int(g.w)));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(g.n),
+                                           as_int(g.o), as_int(g.oh), as_int(g.ow)));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, as_int(g.o),
+                                           as_int(g.c), as_int(g.kh), as_int(g.kw)));
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, g.pad_h, g.pad_w, g.stride_h, g.stride_w,
+                                                g.dilation_h, g.dilation_w, CUDNN_CROSS_CORRELATION,
+                                                CUDNN_DATA_FLOAT));
+    // DEFAULT_MATH lets cuDNN use TF32 tensor cores on Ampere and later; FMA_MATH keeps f32
+    // products f32 (the GEMM's policy: TF32 only after ops::set_allow_tf32(true)).
+    CUDNN_CHECK(
+        cudnnSetConvolutionMathType(conv, allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    int n = 0, c = 0, h = 0, w_out = 0;
+    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &w_out));
+    REDLINE_CHECK(n == g.n && c == g.o && h == g.oh && w_out == g.ow,
+                  "conv2d through cuDNN: cuDNN computes output ({}, {}, {}, {}) but redline "
+                  "expects ({}, {}, {}, {})",
+                  n, c, h, w_out, g.n, g.o, g.oh, g.ow);
+  }
+};
+
+// Workspace from the caching allocator, returned when the scope ends: the block is reused only by
+// later work on the same stream, so returning it right after the enqueue is safe.
+class Workspace {
+ public:
+  // optional: when the memory is not there, an empty workspace instead of the error.
+  Workspace(int device, size_t bytes, cudaStream_t stream, bool optional = false)
+      : allocator_(allocator_for(Device::gpu(device))), bytes_(bytes) {
+    if (bytes_ == 0) return;
+    try {
+      ptr_ = allocator_.allocate(bytes_, stream);
+    } catch (const Error&) {
+      if (!optional) throw;
+      bytes_ = 0;
+    }
+  }
+  ~Workspace() {
+    if (ptr_ != nullptr) allocator_.deallocate(ptr_);
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  void* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  CachingAllocator& allocator_;
+  size_t bytes_ = 0;
+  void* ptr_ = nullptr;
+};
+
+// The fastest usable result of a search (sorted fastest first) or a heuristic (sorted by expected
+// speed): succeeded, within the workspace limit, no TF32 unless allowed, deterministic if any is.
+template <typename Perf>
+bool pick(const Perf* perfs, int count, bool allow_tf32, Choice* choice) {
+  for (const bool need_deterministic : {true, false}) {
+    for (int i = 0; i < count; ++i) {
+      const Perf& p = perfs[i];
+      if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kMaxWorkspaceBytes) continue;
+      const bool tensor_op =
+          p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+      if (!allow_tf32 && tensor_op) continue;
+      if (need_deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
+      // Without TF32 the algorithm runs under FMA_MATH, the mode it was searched under.
+      *choice =
+          Choice{static_cast<int>(p.algo), allow_tf32 ? p.mathType : CUDNN_FMA_MATH, p.memory};
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* pass_name(Pass pass) {
+  switch (pass) {
+    case Pass::forward:
+      return "forward";
+    case Pass::backward_data:
+      return "backward data";
+    case Pass::backward_filter:
+      return "backward filter";
+  }
+  return "?";
+}
+
+// Searches (or, under capture, asks the heuristic) for pass on these buffers. The search runs the
+// convolution and overwrites the output buffer, which the caller then writes again.
+Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
+              const ConvGeometry& g, bool allow_tf32, const void* x, const void* w, const void* y,
+              cudaStream_t stream, bool under_capture) {
+  Choice choice;
+  bool found = false;
+  if (pass == Pass::forward) {
+    cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int count = 0;
+    if (under_capture) {
+      CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+          ctx.handle, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs));
+    } else {
+      Workspace ws(device, kMaxWorkspaceBytes, stream, /*optional=*/true);
+      CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+          ctx.handle, d.x, x, d.w, w, d.conv, d.y, const_cast<void*>(y),
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
+    }
+    found = pick(perfs, count, allow_tf32, &choice);
+  } else if (pass == Pass::backward_data) {
+    cudnnConvolutionBwdDataAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int count = 0;
+    if (under_capture) {
+      CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          ctx.handle, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs));
+    } else {
+      Workspace ws(device, kMaxWorkspaceBytes, stream, /*optional=*/true);
+      CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+          ctx.handle, d.w, w, d.y, y, d.conv, d.x, const_cast<void*>(x),
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
+    }
+    found = pick(perfs, count, allow_tf32, &choice);
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int count = 0;
+    if (under_capture) {
+      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          ctx.handle, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
+          perfs));
+    } else {
+      Workspace ws(device, kMaxWorkspaceBytes, stream, /*optional=*/true);
+      CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          ctx.handle, d.x, x, d.y, y, d.conv, d.w, const_cast<void*>(w),
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
+    }
+    found = pick(perfs, count, allow_tf32, &choice);
+  }
+  REDLINE_CHECK(found,
+                "conv2d through cuDNN: no {} algorithm fits input ({}, {}, {}, {}), weight ({}, "
+                "{}, {}, {}) within {} MiB of workspace{}",
+                pass_name(pass), g.n, g.c, g.h, g.w, g.o, g.c, g.kh, g.kw, kMaxWorkspaceBytes >> 20,
+                allow_tf32 ? "" : " without TF32");
+  return choice;
+}
+
+// The handle of the current device, bound to stream, with the lock held by the caller.
+DeviceContext& context(int device, cudaStream_t stream) {
+  DeviceContext& ctx = g_contexts[device];
+  if (ctx.handle == nullptr) CUDNN_CHECK(cudnnCreate(&ctx.handle));
+  CUDNN_CHECK(cudnnSetStream(ctx.handle, stream));
+  return ctx;
+}
+
+// Runs one pass: x, w, y are the three buffers (the pass writes one of them); bias (O,) or null
+// is added to y after the forward pass.
+void run(Pass pass, const float* x, const float* w, const float* y, const float* bias,
+         const ConvGeometry& g, bool allow_tf32, StreamHandle stream_handle) {
+  const cudaStream_t stream = as_stream(stream_handle);
+  int device = 0;
+  GPU_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(g_mutex);
+  DeviceContext& ctx = context(device, stream);
+  const Descriptors d(g, allow_tf32);
+  const ChoiceKey key = choice_key(pass, g, allow_tf32, common_alignment(x, w, y));
+  auto it = ctx.choices.find(key);
+  Choice choice;
+  if (it != ctx.choices.end()) {
+    choice = it->second;
+  } else {
+    const bool under_capture = capturing(stream);
+    choice = choose(ctx, device, pass, d, g, allow_tf32, x, w, y, stream, under_capture);
+    if (!under_capture) ctx.choices[key] = choice;  // a heuristic pick is not the search's
+  }
+  CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, choice.math));
+  const Workspace ws(device, choice.workspace, stream);
+  const float one = 1.0f, zero = 0.0f;
+  switch (pass) {
+    case Pass::forward:
+      CUDNN_CHECK(cudnnConvolutionForward(ctx.handle, &one, d.x, x, d.w, w, d.conv,
+                                          static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo),
+                                          ws.get(), ws.bytes(), &zero, d.y, const_cast<float*>(y)));
+      if (bias != nullptr) {
+        TensorDesc bias_desc;
+        CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                               as_int(g.o), 1, 1));
+        CUDNN_CHECK(
+            cudnnAddTensor(ctx.handle, &one, bias_desc, bias, &one, d.y, const_cast<float*>(y)));
+      }
+      break;
+    case Pass::backward_data:
+      CUDNN_CHECK(
+          cudnnConvolutionBackwardData(ctx.handle, &one, d.w, w, d.y, y, d.conv,
+                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo),
+                                       ws.get(), ws.bytes(), &zero, d.x, const_cast<float*>(x)));
+      break;
+    case Pass::backward_filter:
+      CUDNN_CHECK(
+          cudnnConvolutionBackwardFilter(ctx.handle, &one, d.x, x, d.y, y, d.conv,
+                                         static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo),
+                                         ws.get(), ws.bytes(), &zero, d.w, const_cast<float*>(w)));
+      break;
+  }
+}
+
+}  // namespace
+
+bool cudnn_conv2d_usable(const ConvGeometry& g, StreamHandle stream) {
+  if (g.n <= 0 || g.c <= 0 || g.o <= 0) return false;  // empty tensors: cuDNN refuses zero sizes
+  // 4-d descriptors take int sizes and strides: every tensor must index within INT_MAX.
+  const int64_t largest =
+      std::max({g.n * g.c * g.h * g.w, g.n * g.o * g.oh * g.ow, g.o * g.c * g.kh * g.kw});
+  if (largest > INT_MAX) return false;
+  int device = 0;
+  GPU_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(g_mutex);
+  // Creating the handle is not a stream operation and may synchronize: never inside a capture.
+  return g_contexts[device].handle != nullptr || !capturing(as_stream(stream));
+}
+
+void cudnn_conv2d(const float* x, const float* w, const float* bias, float* y,
+                  const ConvGeometry& g, bool allow_tf32, StreamHandle stream) {
+  run(Pass::forward, x, w, y, bias, g, allow_tf32, stream);
+}
+
+void cudnn_conv2d_backward_data(const float* w, const float* dy, float* dx, const ConvGeometry& g,
+                                bool allow_tf32, StreamHandle stream) {
+  run(Pass::backward_data, dx, w, dy, nullptr, g, allow_tf32, stream);
+}
+
+void cudnn_conv2d_backward_filter(const float* x, const float* dy, float* dw, const ConvGeometry& g,
+                                  bool allow_tf32, StreamHandle stream) {
+  run(Pass::backward_filter, x, dw, dy, nullptr, g, allow_tf32, stream);
+}
+
+}  // namespace redline::gpu
+
+#endif  // REDLINE_HAS_CUDNN && !REDLINE_HIP
