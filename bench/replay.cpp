@@ -167,8 +167,8 @@ int main(int argc, char** argv) {
       const Row r = run(dev, capacity);
       std::printf("| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f |\n",
                   static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20),
-                  r.fill_s, r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us,
-                  r.gather_us, r.sample_us, r.update_us);
+                  r.fill_s, r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us, r.gather_us,
+                  r.sample_us, r.update_us);
       std::printf(
           "RESULT replay device=%s capacity=%lld eager_ops_per_s=%.0f graph_ops_per_s=%.0f\n",
           dev.str().c_str(), static_cast<long long>(capacity), 1e6 / r.eager_us, 1e6 / r.graph_us);

@@ -195,9 +195,10 @@ TEST(GpuParity, MatmulLinearConvPool) {
   // (3.1e-5), not the 2e-5 of one-pass ops (GELU's slope, below 1.13, passes it on).
   const double k_bound = 256.0 * std::ldexp(1.0, -23);
   for (auto act : {ops::Activation::none, ops::Activation::relu, ops::Activation::gelu}) {
-    forward_parity(format("linear act {}", static_cast<int>(act)),
-                   [act](auto& v) { return ops::linear(v[0], v[1], v[2], act); }, {x, w, bias},
-                   {DType::f32, DType::bf16, DType::f16}, k_bound);
+    forward_parity(
+        format("linear act {}", static_cast<int>(act)),
+        [act](auto& v) { return ops::linear(v[0], v[1], v[2], act); }, {x, w, bias},
+        {DType::f32, DType::bf16, DType::f16}, k_bound);
   }
   // The Nature-CNN layers on 84x84 frames, and a padded, dilated case.
   const Tensor frames = test::uniform({2, 4, 84, 84}, 6);
