@@ -9,8 +9,7 @@ namespace redline {
 namespace {
 
 std::vector<double> to_doubles(const Tensor& t) {
-  const std::vector<float> f = ops::cast(t, DType::f32).to_vector<float>();
-  return std::vector<double>(f.begin(), f.end());
+  return ops::cast(t, DType::f64).to_vector<double>();
 }
 
 double project(const Variable& y, const std::vector<double>& r) {
@@ -28,7 +27,7 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor>
   for (const Tensor& t : inputs) {
     REDLINE_CHECK(t.defined() && t.device().is_cpu(),
                   "gradcheck: inputs must be CPU tensors, got {}", t.describe());
-    values.push_back(dtype_is_floating(t.dtype()) ? ops::cast(t, DType::f32) : t.clone());
+    values.push_back(dtype_is_floating(t.dtype()) ? ops::cast(t, DType::f64) : t.clone());
   }
   auto variables = [&](bool requires_grad) {
     std::vector<Variable> vars;
@@ -45,9 +44,9 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor>
   std::vector<double> r(static_cast<size_t>(y.numel()));
   Philox gen(options.seed, 0, 0);
   for (double& v : r) v = 2.0 * u32_to_unit_float(gen.next_u32()) - 1.0;
-  std::vector<float> rf(r.begin(), r.end());
-  for (size_t i = 0; i < r.size(); ++i) r[i] = rf[i];  // the f32 direction backward() sees
-  y.backward(ops::cast(Tensor::from_host<float>(rf, y.shape()), y.dtype()));
+  const Tensor direction = ops::cast(Tensor::from_host<double>(r, y.shape()), y.dtype());
+  r = to_doubles(direction);  // the direction backward() sees (rounded if y is not f64)
+  y.backward(direction);
 
   GradcheckResult result;
   double worst_excess = 0;
@@ -57,14 +56,14 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor>
     const std::vector<double> analytic =
         grad.defined() ? to_doubles(grad) : std::vector<double>(values[k].numel(), 0.0);
     Tensor& x = values[k];
-    float* data = x.data<float>();
+    double* data = x.data<double>();
     for (int64_t i = 0; i < x.numel(); ++i) {
-      const float original = data[i];
-      data[i] = original + static_cast<float>(options.eps);
-      const double plus_step = static_cast<double>(data[i]) - original;
+      const double original = data[i];
+      data[i] = original + options.eps;
+      const double plus_step = data[i] - original;  // the step as represented
       const double plus = project(fn(variables(false)), r);
-      data[i] = original - static_cast<float>(options.eps);
-      const double minus_step = original - static_cast<double>(data[i]);
+      data[i] = original - options.eps;
+      const double minus_step = original - data[i];
       const double minus = project(fn(variables(false)), r);
       data[i] = original;
       const double numeric = (plus - minus) / (plus_step + minus_step);

@@ -46,6 +46,9 @@ uint64_t encode_value(double value, DType dtype) {
     case DType::boolean:
       bits = value != 0.0 ? 1 : 0;
       break;
+    case DType::f64:
+      std::memcpy(&bits, &value, 8);
+      break;
   }
   return bits;
 }
@@ -81,6 +84,11 @@ double decode_value(const void* p, DType dtype) {
     }
     case DType::boolean:
       return *static_cast<const uint8_t*>(p) != 0 ? 1.0 : 0.0;
+    case DType::f64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
   }
   return 0.0;
 }

@@ -53,6 +53,8 @@ std::string_view safetensors_dtype_name(DType dtype) {
       return "I64";
     case DType::boolean:
       return "BOOL";
+    case DType::f64:
+      return "F64";
   }
   return "?";
 }
@@ -139,7 +141,7 @@ SafetensorsContent parse_safetensors(std::string_view bytes, const std::string& 
       const std::string dtype = info.at("dtype").get<std::string>();
       if (!parse_dtype_name(dtype, &e.dtype)) {
         corrupt(source, format("tensor '{}' has dtype {}, which redline does not support "
-                               "(F32, BF16, F16, U8, I32, I64, BOOL)",
+                               "(F32, F64, BF16, F16, U8, I32, I64, BOOL)",
                                name, dtype));
       }
       for (const auto& d : info.at("shape")) {

@@ -51,23 +51,33 @@ ConvGeometry pool_geometry(const Shape& x, const Pool2dOptions& o, const char* o
   return g;
 }
 
-// Row-major C (m, n) = op(A) @ op(B) with explicit leading dimensions, f32.
-cpu::GemmArgs gemm_args(int64_t m, int64_t n, int64_t k, const float* a, bool ta, int64_t lda,
-                        const float* b, bool tb, int64_t ldb, float* c) {
+// Row-major C (m, n) = op(A) @ op(B) with explicit leading dimensions, in c's dtype (f32 or f64).
+cpu::GemmArgs gemm_args(int64_t m, int64_t n, int64_t k, const Tensor& a, bool ta, int64_t lda,
+                        const Tensor& b, bool tb, int64_t ldb, Tensor& c) {
   cpu::GemmArgs g;
+  g.dtype = c.dtype();
   g.trans_a = ta;
   g.trans_b = tb;
   g.m = m;
   g.n = n;
   g.k = k;
-  g.a = a;
+  g.a = a.raw_data();
   g.lda = lda;
-  g.b = b;
+  g.b = b.raw_data();
   g.ldb = ldb;
-  g.c = c;
+  g.c = c.raw_data();
   g.ldc = n;
   g.allow_tf32 = allow_tf32();
   return g;
+}
+
+// col (C*KH*KW, N*OH*OW) = im2col(x) for a contiguous x in its compute dtype.
+Tensor im2col_batch(const Tensor& xc, const ConvGeometry& g) {
+  Tensor col = Tensor::empty({g.c * g.kh * g.kw, g.n * g.oh * g.ow}, xc.dtype(), xc.device());
+  detail::visit_compute_type(xc.dtype(), [&]<typename T>() {
+    REDLINE_TYPED_KERNEL(T, xc.device(), im2col, xc.data<T>(), col.data<T>(), g);
+  });
+  return col;
 }
 
 #if REDLINE_HAS_GPU && REDLINE_HAS_CUDNN
@@ -95,26 +105,24 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
   const ConvGeometry g = conv_geometry(x, w, o);
   REDLINE_CHECK(!bias.defined() || bias.shape() == Shape{g.o},
                 "conv2d: bias must be ({},) but is {}", g.o, bias.describe());
-  const Tensor xc = detail::to_f32(x).contiguous(), wc = detail::to_f32(w).contiguous();
-  const Tensor bc = bias.defined() ? detail::to_f32(bias).contiguous() : Tensor();
+  const Tensor xc = detail::to_compute(x).contiguous(), wc = detail::to_compute(w).contiguous();
+  const Tensor bc = bias.defined() ? detail::to_compute(bias).contiguous() : Tensor();
 #if REDLINE_HAS_GPU && REDLINE_HAS_CUDNN
   if (use_cudnn(device, g)) {
     Tensor y = Tensor::empty({g.n, g.o, g.oh, g.ow}, DType::f32, device);
     gpu::cudnn_conv2d(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
                       y.data<float>(), g, allow_tf32(), detail::gpu_stream(device));
-    return detail::from_f32(y, x.dtype());
+    return detail::from_compute(y, x.dtype());
   }
 #endif
   const int64_t rows = g.c * g.kh * g.kw, cols = g.n * g.oh * g.ow;
-  Tensor col = Tensor::empty({rows, cols}, DType::f32, device);
-  REDLINE_KERNEL(device, im2col, xc.data<float>(), col.data<float>(), g);
-  Tensor yt = Tensor::empty({cols, g.o}, DType::f32, device);
-  cpu::GemmArgs args = gemm_args(cols, g.o, rows, col.data<float>(), true, cols, wc.data<float>(),
-                                 true, rows, yt.data<float>());
-  args.bias = bc.defined() ? bc.data<float>() : nullptr;
+  const Tensor col = im2col_batch(xc, g);
+  Tensor yt = Tensor::empty({cols, g.o}, xc.dtype(), device);
+  cpu::GemmArgs args = gemm_args(cols, g.o, rows, col, true, cols, wc, true, rows, yt);
+  args.bias = bc.defined() ? bc.raw_data() : nullptr;
   REDLINE_KERNEL(device, gemm, args);
   const Tensor out = yt.view({g.n, g.oh * g.ow, g.o}).permute({0, 2, 1}).contiguous();
-  return detail::from_f32(out.view({g.n, g.o, g.oh, g.ow}), x.dtype());
+  return detail::from_compute(out.view({g.n, g.o, g.oh, g.ow}), x.dtype());
 }
 
 //   dyt (N*OH*OW, O)       = dy permuted
@@ -123,6 +131,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
 Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
                             const Conv2dOptions& o, bool need_dx, bool need_dw, bool need_dbias) {
   const Device device = detail::common_device("conv2d backward", {&x, &w, &dy});
+  const DType compute = detail::common_compute_dtype("conv2d backward", {&x, &w, &dy});
   const ConvGeometry g = conv_geometry(x, w, o);
   REDLINE_CHECK(dy.shape() == (Shape{g.n, g.o, g.oh, g.ow}),
                 "conv2d backward: dy is {} but the output shape is ({}, {}, {}, {})", dy.describe(),
@@ -130,51 +139,47 @@ Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
 #if REDLINE_HAS_GPU && REDLINE_HAS_CUDNN
   if (use_cudnn(device, g)) {
     void* stream = detail::gpu_stream(device);
-    const Tensor dyc = detail::to_f32(dy).contiguous();
+    const Tensor dyc = detail::to_compute(dy).contiguous();
     Conv2dGrads grads;
     if (need_dw) {
-      const Tensor xc = detail::to_f32(x).contiguous();
+      const Tensor xc = detail::to_compute(x).contiguous();
       Tensor dw = Tensor::empty(w.shape(), DType::f32, device);
       gpu::cudnn_conv2d_backward_filter(xc.data<float>(), dyc.data<float>(), dw.data<float>(), g,
                                         allow_tf32(), stream);
-      grads.dw = detail::from_f32(dw, w.dtype());
+      grads.dw = detail::from_compute(dw, w.dtype());
     }
     if (need_dx) {
-      const Tensor wc = detail::to_f32(w).contiguous();
+      const Tensor wc = detail::to_compute(w).contiguous();
       Tensor dx = Tensor::empty(x.shape(), DType::f32, device);
       gpu::cudnn_conv2d_backward_data(wc.data<float>(), dyc.data<float>(), dx.data<float>(), g,
                                       allow_tf32(), stream);
-      grads.dx = detail::from_f32(dx, x.dtype());
+      grads.dx = detail::from_compute(dx, x.dtype());
     }
-    if (need_dbias) grads.dbias = detail::from_f32(sum(dyc, {0, 2, 3}), dy.dtype());
+    if (need_dbias) grads.dbias = detail::from_compute(sum(dyc, {0, 2, 3}), dy.dtype());
     return grads;
   }
 #endif
   const int64_t rows = g.c * g.kh * g.kw, cols = g.n * g.oh * g.ow;
   const Tensor dyt =
-      detail::to_f32(dy).permute({0, 2, 3, 1}).contiguous().view({cols, g.o});  // (N*OH*OW, O)
+      detail::to_compute(dy).permute({0, 2, 3, 1}).contiguous().view({cols, g.o});  // (N*OH*OW, O)
   Conv2dGrads grads;
   if (need_dw) {
-    const Tensor xc = detail::to_f32(x).contiguous();
-    Tensor col = Tensor::empty({rows, cols}, DType::f32, device);
-    REDLINE_KERNEL(device, im2col, xc.data<float>(), col.data<float>(), g);
-    Tensor dw = Tensor::empty(w.shape(), DType::f32, device);
-    REDLINE_KERNEL(device, gemm,
-                   gemm_args(g.o, rows, cols, dyt.data<float>(), true, g.o, col.data<float>(), true,
-                             cols, dw.data<float>()));
-    grads.dw = detail::from_f32(dw, w.dtype());
+    const Tensor col = im2col_batch(detail::to_compute(x).contiguous(), g);
+    Tensor dw = Tensor::empty(w.shape(), compute, device);
+    REDLINE_KERNEL(device, gemm, gemm_args(g.o, rows, cols, dyt, true, g.o, col, true, cols, dw));
+    grads.dw = detail::from_compute(dw, w.dtype());
   }
   if (need_dx) {
-    const Tensor wc = detail::to_f32(w).contiguous();
-    Tensor dcol = Tensor::empty({rows, cols}, DType::f32, device);
-    REDLINE_KERNEL(device, gemm,
-                   gemm_args(rows, cols, g.o, wc.data<float>(), true, rows, dyt.data<float>(), true,
-                             g.o, dcol.data<float>()));
-    Tensor dx = Tensor::zeros(x.shape(), DType::f32, device);
-    REDLINE_KERNEL(device, col2im, dcol.data<float>(), dx.data<float>(), g);
-    grads.dx = detail::from_f32(dx, x.dtype());
+    const Tensor wc = detail::to_compute(w).contiguous();
+    Tensor dcol = Tensor::empty({rows, cols}, compute, device);
+    REDLINE_KERNEL(device, gemm, gemm_args(rows, cols, g.o, wc, true, rows, dyt, true, g.o, dcol));
+    Tensor dx = Tensor::zeros(x.shape(), compute, device);
+    detail::visit_compute_type(compute, [&]<typename T>() {
+      REDLINE_TYPED_KERNEL(T, device, col2im, dcol.data<T>(), dx.data<T>(), g);
+    });
+    grads.dx = detail::from_compute(dx, x.dtype());
   }
-  if (need_dbias) grads.dbias = detail::from_f32(sum(dyt, {0}), dy.dtype());
+  if (need_dbias) grads.dbias = detail::from_compute(sum(dyt, {0}), dy.dtype());
   return grads;
 }
 
@@ -182,11 +187,14 @@ MaxPoolResult max_pool2d(const Tensor& x, const Pool2dOptions& o) {
   detail::common_device("max_pool2d", {&x});
   detail::check_floating("max_pool2d", x);
   const ConvGeometry g = pool_geometry(x.shape(), o, "max_pool2d");
-  const Tensor xc = detail::to_f32(x).contiguous();
-  Tensor y = Tensor::empty({g.n, g.c, g.oh, g.ow}, DType::f32, x.device());
+  const Tensor xc = detail::to_compute(x).contiguous();
+  Tensor y = Tensor::empty({g.n, g.c, g.oh, g.ow}, xc.dtype(), x.device());
   Tensor idx = Tensor::empty({g.n, g.c, g.oh, g.ow}, DType::i64, x.device());
-  REDLINE_KERNEL(x.device(), max_pool2d, xc.data<float>(), y.data<float>(), idx.data<int64_t>(), g);
-  return {detail::from_f32(y, x.dtype()), idx};
+  detail::visit_compute_type(xc.dtype(), [&]<typename T>() {
+    REDLINE_TYPED_KERNEL(T, x.device(), max_pool2d, xc.data<T>(), y.data<T>(), idx.data<int64_t>(),
+                         g);
+  });
+  return {detail::from_compute(y, x.dtype()), idx};
 }
 
 Tensor max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Shape& x_shape) {
@@ -198,21 +206,25 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Shape&
                 dy.describe(), indices.describe(), shape_str(x_shape));
   ConvGeometry g{x_shape[0],  x_shape[1], x_shape[2], x_shape[3], x_shape[1], 1, 1, dy.shape(2),
                  dy.shape(3), 1,          1,          0,          0,          1, 1};
-  const Tensor gc = detail::to_f32(dy).contiguous(), ic = indices.contiguous();
-  Tensor dx = Tensor::zeros(x_shape, DType::f32, dy.device());
-  REDLINE_KERNEL(dy.device(), max_pool2d_backward, gc.data<float>(), ic.data<int64_t>(),
-                 dx.data<float>(), g);
-  return detail::from_f32(dx, dy.dtype());
+  const Tensor gc = detail::to_compute(dy).contiguous(), ic = indices.contiguous();
+  Tensor dx = Tensor::zeros(x_shape, gc.dtype(), dy.device());
+  detail::visit_compute_type(gc.dtype(), [&]<typename T>() {
+    REDLINE_TYPED_KERNEL(T, dy.device(), max_pool2d_backward, gc.data<T>(), ic.data<int64_t>(),
+                         dx.data<T>(), g);
+  });
+  return detail::from_compute(dx, dy.dtype());
 }
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {
   detail::common_device("avg_pool2d", {&x});
   detail::check_floating("avg_pool2d", x);
   const ConvGeometry g = pool_geometry(x.shape(), o, "avg_pool2d");
-  const Tensor xc = detail::to_f32(x).contiguous();
-  Tensor y = Tensor::empty({g.n, g.c, g.oh, g.ow}, DType::f32, x.device());
-  REDLINE_KERNEL(x.device(), avg_pool2d, xc.data<float>(), y.data<float>(), g);
-  return detail::from_f32(y, x.dtype());
+  const Tensor xc = detail::to_compute(x).contiguous();
+  Tensor y = Tensor::empty({g.n, g.c, g.oh, g.ow}, xc.dtype(), x.device());
+  detail::visit_compute_type(xc.dtype(), [&]<typename T>() {
+    REDLINE_TYPED_KERNEL(T, x.device(), avg_pool2d, xc.data<T>(), y.data<T>(), g);
+  });
+  return detail::from_compute(y, x.dtype());
 }
 
 Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dOptions& o) {
@@ -221,10 +233,12 @@ Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dO
   REDLINE_CHECK(dy.shape() == (Shape{g.n, g.c, g.oh, g.ow}),
                 "avg_pool2d backward: dy is {} but the output shape is ({}, {}, {}, {})",
                 dy.describe(), g.n, g.c, g.oh, g.ow);
-  const Tensor gc = detail::to_f32(dy).contiguous();
-  Tensor dx = Tensor::zeros(x_shape, DType::f32, dy.device());
-  REDLINE_KERNEL(dy.device(), avg_pool2d_backward, gc.data<float>(), dx.data<float>(), g);
-  return detail::from_f32(dx, dy.dtype());
+  const Tensor gc = detail::to_compute(dy).contiguous();
+  Tensor dx = Tensor::zeros(x_shape, gc.dtype(), dy.device());
+  detail::visit_compute_type(gc.dtype(), [&]<typename T>() {
+    REDLINE_TYPED_KERNEL(T, dy.device(), avg_pool2d_backward, gc.data<T>(), dx.data<T>(), g);
+  });
+  return detail::from_compute(dx, dy.dtype());
 }
 
 }  // namespace redline::ops

@@ -44,25 +44,26 @@ namespace detail {
 Tensor unary(UnaryOp op, const Tensor& x, double param, const char* name) {
   common_device(name, {&x});
   check_floating(name, x);
-  const Tensor xf = to_f32(x);
-  Tensor out = Tensor::empty(x.shape(), DType::f32, x.device());
-  REDLINE_KERNEL(x.device(), unary, op, DType::f32, param, out.raw_data(), xf.raw_data(),
+  const Tensor xf = to_compute(x);
+  Tensor out = Tensor::empty(x.shape(), xf.dtype(), x.device());
+  REDLINE_KERNEL(x.device(), unary, op, xf.dtype(), param, out.raw_data(), xf.raw_data(),
                  broadcast_layout(x.shape(), {&xf}));
-  return from_f32(out, x.dtype());
+  return from_compute(out, x.dtype());
 }
 
 Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy,
                       double param) {
   common_device("unary backward", {&x, &y, &dy});
-  const Tensor xf = to_f32(x).contiguous(), yf = to_f32(y).contiguous(),
-               gf = to_f32(dy).contiguous();
+  const DType compute = common_compute_dtype("unary backward", {&x, &y, &dy});
+  const Tensor xf = to_compute(x).contiguous(), yf = to_compute(y).contiguous(),
+               gf = to_compute(dy).contiguous();
   REDLINE_CHECK(xf.shape() == gf.shape() && yf.shape() == gf.shape(),
                 "unary backward: x {}, y {} and dy {} must have one shape", x.describe(),
                 y.describe(), dy.describe());
-  Tensor dx = Tensor::empty(x.shape(), DType::f32, x.device());
-  REDLINE_KERNEL(x.device(), unary_backward, op, DType::f32, param, dx.raw_data(), xf.raw_data(),
+  Tensor dx = Tensor::empty(x.shape(), compute, x.device());
+  REDLINE_KERNEL(x.device(), unary_backward, op, compute, param, dx.raw_data(), xf.raw_data(),
                  yf.raw_data(), gf.raw_data(), x.numel());
-  return from_f32(dx, x.dtype());
+  return from_compute(dx, x.dtype());
 }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
@@ -71,15 +72,15 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
   const bool integer_ok = op != BinaryOp::div;
   REDLINE_CHECK(
       dtype_is_floating(dtype) || (integer_ok && (dtype == DType::i32 || dtype == DType::i64)),
-      "{}: dtype {} is not supported (expected f32, bf16, f16{})", name, dtype_name(dtype),
+      "{}: dtype {} is not supported (expected f32, f64, bf16, f16{})", name, dtype_name(dtype),
       integer_ok ? ", i32 or i64" : "");
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
-  const Tensor af = to_f32(a), bf = to_f32(b);
+  const Tensor af = to_compute(a), bf = to_compute(b);
   const bool compare = binary_is_comparison(op);
   Tensor out = Tensor::empty(shape, compare ? DType::boolean : af.dtype(), a.device());
   REDLINE_KERNEL(a.device(), binary, op, af.dtype(), out.raw_data(), af.raw_data(), bf.raw_data(),
                  broadcast_layout(shape, {&af, &bf}));
-  return compare ? out : from_f32(out, dtype);
+  return compare ? out : from_compute(out, dtype);
 }
 
 }  // namespace detail
@@ -168,6 +169,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor cast(const Tensor& x, DType dtype) {
   common_device("cast", {&x});
+  detail::check_device_dtype("cast", dtype, x.device());
   const Tensor src = x.contiguous();
   Tensor out = Tensor::empty(x.shape(), dtype, x.device());
   REDLINE_KERNEL(x.device(), cast, x.dtype(), dtype, out.raw_data(), src.raw_data(), x.numel());
@@ -180,8 +182,8 @@ Tensor pixels_to_float(const Tensor& x, DType dtype) {
                 x.describe());
   REDLINE_CHECK(dtype_is_floating(dtype), "pixels_to_float: target dtype {} is not floating",
                 dtype_name(dtype));
-  const Tensor f = mul_scalar(cast(x, DType::f32), 1.0 / 255.0);
-  return detail::from_f32(f, dtype);
+  const Tensor f = mul_scalar(cast(x, detail::compute_dtype(dtype)), 1.0 / 255.0);
+  return detail::from_compute(f, dtype);
 }
 
 }  // namespace redline::ops

@@ -22,7 +22,7 @@ void check_same_but_dim(const char* op, const Tensor& x, const Tensor& other, in
 
 void check_addable(const char* op, const Tensor& t) {
   REDLINE_CHECK(dtype_is_floating(t.dtype()) || t.dtype() == DType::i32 || t.dtype() == DType::i64,
-                "{}: dtype {} is not supported (expected f32, bf16, f16, i32 or i64)", op,
+                "{}: dtype {} is not supported (expected f32, f64, bf16, f16, i32 or i64)", op,
                 dtype_name(t.dtype()));
 }
 
@@ -50,11 +50,11 @@ Tensor scatter_add(const Tensor& self, int dim, const Tensor& index, const Tenso
   check_same_but_dim("scatter_add", self, index, d, "index");
   REDLINE_CHECK(src.shape() == index.shape(), "scatter_add: src {} and index {} differ in shape",
                 src.describe(), index.describe());
-  Tensor out = detail::to_f32(self).clone();
-  const Tensor sc = detail::to_f32(src).contiguous(), ic = index.contiguous();
+  Tensor out = detail::to_compute(self).clone();
+  const Tensor sc = detail::to_compute(src).contiguous(), ic = index.contiguous();
   REDLINE_KERNEL(self.device(), scatter_add, out.dtype(), out.raw_data(), sc.raw_data(),
                  ic.data<int64_t>(), detail::split_at(self.shape(), d), index.shape()[d]);
-  return detail::from_f32(out, self.dtype());
+  return detail::from_compute(out, self.dtype());
 }
 
 Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
@@ -82,11 +82,11 @@ Tensor index_add(const Tensor& self, int dim, const Tensor& index, const Tensor&
   REDLINE_CHECK(src.shape()[d] == index.numel(),
                 "index_add: src {} has {} entries along dimension {} but index has {}",
                 src.describe(), src.shape()[d], d, index.numel());
-  Tensor out = detail::to_f32(self).clone();
-  const Tensor sc = detail::to_f32(src).contiguous(), ic = index.contiguous();
+  Tensor out = detail::to_compute(self).clone();
+  const Tensor sc = detail::to_compute(src).contiguous(), ic = index.contiguous();
   REDLINE_KERNEL(self.device(), index_add, out.dtype(), out.raw_data(), sc.raw_data(),
                  ic.data<int64_t>(), detail::split_at(self.shape(), d), index.numel());
-  return detail::from_f32(out, self.dtype());
+  return detail::from_compute(out, self.dtype());
 }
 
 }  // namespace redline::ops

@@ -28,8 +28,8 @@ MatrixView matrix_view(const Tensor& t) {
   return {};
 }
 
-// The GPU GEMM takes bf16/f16 as they are; the CPU computes in f32.
-Tensor gemm_input(const Tensor& t) { return t.device().is_cpu() ? detail::to_f32(t) : t; }
+// The GPU GEMM takes bf16/f16 as they are; the CPU GEMM takes f32 and f64, so they go through f32.
+Tensor gemm_input(const Tensor& t) { return t.device().is_cpu() ? detail::to_compute(t) : t; }
 
 }  // namespace
 
@@ -83,7 +83,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   g.stride_c = m * n;
   g.allow_tf32 = allow_tf32();
   REDLINE_KERNEL(device, gemm, g);
-  return detail::from_f32(out, dtype);
+  return detail::from_compute(out, dtype);
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act) {
@@ -130,7 +130,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
                                          : cpu::GemmEpilogue::none;
   g.allow_tf32 = allow_tf32();
   REDLINE_KERNEL(device, gemm, g);
-  return detail::from_f32(out, dtype);
+  return detail::from_compute(out, dtype);
 }
 
 }  // namespace redline::ops

@@ -14,6 +14,7 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> tensor
   const Tensor* first = nullptr;
   for (const Tensor* t : tensors) {
     REDLINE_CHECK(t->defined(), "{}: an argument is an undefined tensor", op);
+    check_device_dtype(op, t->dtype(), t->device());
     if (first == nullptr) {
       first = t;
       continue;
@@ -26,6 +27,12 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> tensor
   return first->device();
 }
 
+void check_device_dtype(const char* op, DType dtype, Device device) {
+  REDLINE_CHECK(dtype != DType::f64 || device.is_cpu(),
+                "{}: f64 tensors are supported on the CPU only; cast to f32 before moving to {}",
+                op, device);
+}
+
 DType common_dtype(const char* op, std::initializer_list<const Tensor*> tensors) {
   const Tensor* first = *tensors.begin();
   for (const Tensor* t : tensors) {
@@ -36,9 +43,20 @@ DType common_dtype(const char* op, std::initializer_list<const Tensor*> tensors)
   return first->dtype();
 }
 
+DType common_compute_dtype(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = *tensors.begin();
+  for (const Tensor* t : tensors) {
+    REDLINE_CHECK(compute_dtype(t->dtype()) == compute_dtype(first->dtype()),
+                  "{}: {} and {} do not compute in one dtype; cast one with ops::cast first", op,
+                  first->describe(), t->describe());
+  }
+  return compute_dtype(first->dtype());
+}
+
 void check_floating(const char* op, const Tensor& t) {
   REDLINE_CHECK(dtype_is_floating(t.dtype()),
-                "{}: expected a floating tensor (f32, bf16, f16) but got {}", op, t.describe());
+                "{}: expected a floating tensor (f32, f64, bf16, f16) but got {}", op,
+                t.describe());
 }
 
 void* gpu_stream(Device device) {
@@ -93,10 +111,14 @@ DimSplit split_at(const Shape& shape, int dim) {
   return s;
 }
 
-Tensor to_f32(const Tensor& x) {
+DType compute_dtype(DType dtype) { return dtype == DType::f64 ? DType::f64 : DType::f32; }
+
+Tensor to_compute(const Tensor& x) {
   return x.dtype() == DType::bf16 || x.dtype() == DType::f16 ? cast(x, DType::f32) : x;
 }
 
-Tensor from_f32(const Tensor& y, DType dtype) { return y.dtype() == dtype ? y : cast(y, dtype); }
+Tensor from_compute(const Tensor& y, DType dtype) {
+  return y.dtype() == dtype ? y : cast(y, dtype);
+}
 
 }  // namespace redline::ops::detail

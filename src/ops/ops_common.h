@@ -2,6 +2,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/ops_kernels.h"
@@ -15,10 +16,17 @@ namespace redline::ops::detail {
 
 // Throws unless t is defined ("op: argument `what` is an undefined tensor").
 void check_defined(const Tensor& t, const char* op, const char* what);
-// Every tensor defined and on one device; returns that device.
+// Every tensor defined and on one device, in a dtype that device computes (see
+// check_device_dtype); returns that device.
 Device common_device(const char* op, std::initializer_list<const Tensor*> tensors);
+// f64 exists on the CPU only: throws ("f64 tensors are supported on the CPU only ...") when dtype
+// is f64 and device is a GPU. Copies between devices are plain bytes and do not check this.
+void check_device_dtype(const char* op, DType dtype, Device device);
 // Every tensor of one dtype; returns it.
 DType common_dtype(const char* op, std::initializer_list<const Tensor*> tensors);
+// Every tensor of one compute dtype (see compute_dtype: bf16 and f16 go with f32, f64 with nothing
+// else); returns it.
+DType common_compute_dtype(const char* op, std::initializer_list<const Tensor*> tensors);
 // Throws unless dtype is one of the floating dtypes.
 void check_floating(const char* op, const Tensor& t);
 // The current stream of a GPU device (and makes that device current).
@@ -37,10 +45,24 @@ ElementwiseLayout broadcast_layout(const Shape& out_shape, const Shape& out_stri
 
 DimSplit split_at(const Shape& shape, int dim);
 
-// The f32 working copy of a bf16/f16 tensor (CPU kernels compute in f32), or x itself.
-Tensor to_f32(const Tensor& x);
-// Rounds an f32 result back to dtype when dtype is bf16/f16.
-Tensor from_f32(const Tensor& y, DType dtype);
+// The dtype a floating op computes in: f64 for f64, f32 for f32, bf16 and f16 (the CPU kernels
+// take f32 and f64; the GPU's bf16/f16 paths that compute natively do not go through this).
+DType compute_dtype(DType dtype);
+// x in its compute dtype: the f32 working copy of a bf16/f16 tensor, else x itself.
+Tensor to_compute(const Tensor& x);
+// Rounds a result in the compute dtype back to dtype (bf16/f16), else returns it.
+Tensor from_compute(const Tensor& y, DType dtype);
+
+// Calls fn.template operator()<T>() with T = double for f64 and float for f32: the element type
+// of a compute dtype, for the kernels templated on it.
+template <typename Fn>
+void visit_compute_type(DType compute, Fn&& fn) {
+  if (compute == DType::f64) {
+    fn.template operator()<double>();
+  } else {
+    fn.template operator()<float>();
+  }
+}
 
 // Tensor-level kernels driven by the maths enums (autograd uses them for the backward pass).
 Tensor unary(UnaryOp op, const Tensor& x, double param, const char* name);
@@ -63,3 +85,14 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name);
 #else
 #define REDLINE_KERNEL(device, name, ...) ::redline::cpu::name(__VA_ARGS__)
 #endif
+
+// REDLINE_KERNEL for a kernel templated on its element type T (inside visit_compute_type): f64
+// (T = double) has CPU kernels only, and common_device has already refused it on GPUs.
+#define REDLINE_TYPED_KERNEL(T, device, name, ...) \
+  do {                                             \
+    if constexpr (std::is_same_v<T, double>) {     \
+      ::redline::cpu::name(__VA_ARGS__);           \
+    } else {                                       \
+      REDLINE_KERNEL(device, name, __VA_ARGS__);   \
+    }                                              \
+  } while (0)

@@ -14,20 +14,20 @@ using detail::common_device;
 void check_reducible(const char* op, const Tensor& x) {
   common_device(op, {&x});
   REDLINE_CHECK(dtype_is_floating(x.dtype()) || x.dtype() == DType::i32 || x.dtype() == DType::i64,
-                "{}: dtype {} is not supported (expected f32, bf16, f16, i32 or i64)", op,
+                "{}: dtype {} is not supported (expected f32, f64, bf16, f16, i32 or i64)", op,
                 dtype_name(x.dtype()));
 }
 
 // Reduces one dimension of x (any layout) with op; the result keeps the dimension as size 1.
 Tensor reduce_dim(ReduceOp op, const Tensor& x, int dim) {
-  const Tensor xc = detail::to_f32(x).contiguous();
+  const Tensor xc = detail::to_compute(x).contiguous();
   Shape out_shape = x.shape();
   out_shape[dim] = 1;
   const DType out_dtype = op == ReduceOp::argmax ? DType::i64 : xc.dtype();
   Tensor out = Tensor::empty(out_shape, out_dtype, x.device());
   REDLINE_KERNEL(x.device(), reduce, op, xc.dtype(), out.raw_data(), xc.raw_data(),
                  detail::split_at(x.shape(), dim));
-  return op == ReduceOp::argmax ? out : detail::from_f32(out, x.dtype());
+  return op == ReduceOp::argmax ? out : detail::from_compute(out, x.dtype());
 }
 
 Shape drop_dims(const Shape& shape, const std::vector<int>& dims) {
@@ -117,11 +117,13 @@ Tensor softmax_impl(bool log, const Tensor& x, int dim) {
   common_device(op, {&x});
   detail::check_floating(op, x);
   const int d = detail::normalize_dim(dim, x.shape(), op);
-  const Tensor xc = detail::to_f32(x).contiguous();
-  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  REDLINE_KERNEL(x.device(), softmax, log, y.data<float>(), xc.data<float>(),
-                 detail::split_at(x.shape(), d));
-  return detail::from_f32(y, x.dtype());
+  const Tensor xc = detail::to_compute(x).contiguous();
+  Tensor y = Tensor::empty(x.shape(), xc.dtype(), x.device());
+  detail::visit_compute_type(xc.dtype(), [&]<typename T>() {
+    REDLINE_TYPED_KERNEL(T, x.device(), softmax, log, y.data<T>(), xc.data<T>(),
+                         detail::split_at(x.shape(), d));
+  });
+  return detail::from_compute(y, x.dtype());
 }
 
 Tensor softmax_backward_impl(bool log, const Tensor& y, const Tensor& dy, int dim) {
@@ -130,11 +132,13 @@ Tensor softmax_backward_impl(bool log, const Tensor& y, const Tensor& dy, int di
   REDLINE_CHECK(y.shape() == dy.shape(), "{}: y {} and dy {} differ in shape", op, y.describe(),
                 dy.describe());
   const int d = detail::normalize_dim(dim, y.shape(), op);
-  const Tensor yc = detail::to_f32(y).contiguous(), gc = detail::to_f32(dy).contiguous();
-  Tensor dx = Tensor::empty(y.shape(), DType::f32, y.device());
-  REDLINE_KERNEL(y.device(), softmax_backward, log, dx.data<float>(), yc.data<float>(),
-                 gc.data<float>(), detail::split_at(y.shape(), d));
-  return detail::from_f32(dx, y.dtype());
+  const Tensor yc = detail::to_compute(y).contiguous(), gc = detail::to_compute(dy).contiguous();
+  Tensor dx = Tensor::empty(y.shape(), yc.dtype(), y.device());
+  detail::visit_compute_type(yc.dtype(), [&]<typename T>() {
+    REDLINE_TYPED_KERNEL(T, y.device(), softmax_backward, log, dx.data<T>(), yc.data<T>(),
+                         gc.data<T>(), detail::split_at(y.shape(), d));
+  });
+  return detail::from_compute(dx, y.dtype());
 }
 
 }  // namespace

@@ -113,5 +113,36 @@ TEST(Autograd, GradcheckCatchesAWrongGradient) {
   EXPECT_GRADCHECK(right, std::vector<Tensor>{test::uniform({4}, 1)});
 }
 
+TEST(Autograd, GradcheckRunsInF64AndCatchesSmallErrors) {
+  // The function sees f64 inputs, and a right gradient agrees to far better than f32 rounding.
+  DType seen = DType::f32;
+  const GradcheckFunction right = [&](const std::vector<Variable>& in) {
+    seen = in[0].dtype();
+    return tanh(in[0]);
+  };
+  const GradcheckResult ok = gradcheck(right, {test::uniform({6}, 2)});
+  EXPECT_TRUE(ok.ok) << ok.message;
+  EXPECT_EQ(seen, DType::f64);
+  EXPECT_LT(ok.max_abs_error, 1e-8);
+  // A gradient wrong by one part in a thousand: the f32-era tolerances let it through, the
+  // default f64 ones do not.
+  const GradcheckFunction off_by_1e3 = [](const std::vector<Variable>& in) {
+    const Tensor xv = in[0].data();
+    return record("square_off_by_1e-3", ops::square(xv), {in[0]},
+                  [=](const Tensor& g, const std::vector<bool>&) -> std::vector<Tensor> {
+                    return {ops::mul_scalar(ops::mul(g, xv), 2.002)};
+                  });
+  };
+  const std::vector<Tensor> x = {test::uniform({5}, 3, 0.5, 2.0)};
+  const GradcheckResult caught = gradcheck(off_by_1e3, x);
+  EXPECT_FALSE(caught.ok);
+  EXPECT_NE(caught.message.find("analytic gradient"), std::string::npos) << caught.message;
+  GradcheckOptions loose;
+  loose.eps = 1e-2;
+  loose.atol = 2e-3;
+  loose.rtol = 1e-2;
+  EXPECT_TRUE(gradcheck(off_by_1e3, x, loose).ok);
+}
+
 }  // namespace
 }  // namespace redline

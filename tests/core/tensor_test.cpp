@@ -26,6 +26,33 @@ TEST(Tensor, FactoriesFillEveryDType) {
   }
 }
 
+TEST(DType, F64IsAnEightByteFloatAppendedLast) {
+  EXPECT_EQ(dtype_size(DType::f64), 8u);
+  EXPECT_EQ(dtype_name(DType::f64), "f64");
+  EXPECT_TRUE(dtype_is_floating(DType::f64));
+  EXPECT_EQ(DTypeOf<double>::value, DType::f64);
+  for (const char* name : {"f64", "float64", "double"}) EXPECT_EQ(parse_dtype(name), DType::f64);
+  EXPECT_EQ(parse_dtype(dtype_name(DType::f64)), DType::f64);
+  // Appended at the end: the numeric values of the older dtypes did not move.
+  EXPECT_EQ(static_cast<int>(DType::f32), 0);
+  EXPECT_EQ(static_cast<int>(DType::boolean), 6);
+  EXPECT_EQ(static_cast<int>(DType::f64), 7);
+  EXPECT_EQ(kAllDTypes[std::size(kAllDTypes) - 1], DType::f64);
+}
+
+TEST(Tensor, F64HoldsDoublesExactly) {
+  const double third = 1.0 / 3.0, tiny = 1.0 + 1e-12;  // neither fits in f32
+  const Tensor x = Tensor::from_host<double>({third, tiny, -2.5}, {3});
+  EXPECT_EQ(x.nbytes(), 24u);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{third, tiny, -2.5}));
+  EXPECT_EQ(x.at({1}), tiny);
+  EXPECT_EQ(Tensor::full({2}, third, DType::f64).at({1}), third);
+  EXPECT_EQ(Tensor::arange(0, 1, 0.1, DType::f64).at({3}), 0.1 * 3);
+  EXPECT_EQ(x.slice(0, 1, 2).item(), tiny);
+  EXPECT_NE(x.str().find("dtype=f64"), std::string::npos) << x.str();
+  EXPECT_THROW(x.data<float>(), Error);
+}
+
 TEST(Tensor, ArangeAndFromHost) {
   const Tensor a = Tensor::arange(0, 5, 1, DType::i64);
   EXPECT_EQ(a.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));

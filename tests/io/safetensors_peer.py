@@ -6,7 +6,7 @@ Run on a machine with PyTorch and safetensors installed (the H200 machine):
     python3 tests/io/safetensors_peer.py --test-binary build/cuda/tests/test_io
 
 1. writes torch_written.safetensors with safetensors.torch.save_file (one (3, 5) tensor per dtype
-   F32, BF16, F16, U8, I32, I64, BOOL, filled with the pattern below, metadata producer=torch);
+   F32, BF16, F16, U8, I32, I64, BOOL, F64, filled with the pattern below, metadata producer=torch);
 2. runs `test_io --gtest_filter=SafetensorsPeer.*` with REDLINE_SAFETENSORS_PEER_DIR set, which
    checks that redline reads those values and writes redline_written.safetensors;
 3. loads redline_written.safetensors with safetensors.torch.load_file and checks every value,
@@ -33,6 +33,7 @@ DTYPES = {
     "i32": torch.int32,
     "i64": torch.int64,
     "bool": torch.bool,
+    "f64": torch.float64,
 }
 
 
@@ -40,6 +41,8 @@ def pattern(name: str) -> torch.Tensor:
     i = torch.arange(15, dtype=torch.float64)
     if name in ("f32", "bf16", "f16"):
         values = (i - 7.0) * 0.375
+    elif name == "f64":
+        values = (i - 7.0) * 0.375 + 1e-12
     elif name == "u8":
         values = (torch.arange(15) * 37) % 256
     elif name == "i32":

@@ -119,11 +119,14 @@ TEST(GpuParity, Elementwise) {
   const Tensor zero = Tensor::zeros({}, DType::i64);
   expect_parity("i64 lt", DType::boolean, ops::lt(ints.to(kGpu), zero.to(kGpu)),
                 ops::lt(ints, zero), 0);
-  // Casts between every pair of dtypes, and u8 pixels.
+  // Casts between every pair of dtypes the GPU computes (f64 is CPU only: F64.GpuOpsRefuseIt),
+  // and u8 pixels.
   const Tensor values = test::uniform({257}, 5, -3, 300);
   for (DType from : kAllDTypes) {
+    if (from == DType::f64) continue;
     const Tensor x = ops::cast(values, from);
     for (DType to : kAllDTypes) {
+      if (to == DType::f64) continue;
       expect_parity(format("cast {} ->", dtype_name(from)), to, ops::cast(x.to(kGpu), to),
                     ops::cast(x, to), 0);
     }

@@ -42,15 +42,26 @@ TEST(Loss, Gradients) {
   const Tensor target = uniform({4, 3}, 2, -2, 2);
   const Tensor weight = uniform({4, 3}, 3, 0, 1);
   const std::vector<Tensor> in = {uniform({4, 3}, 1, -2, 2)};
-  EXPECT_GRADCHECK([&](const Vars& v) { return mse_loss(v[0], target); }, in);
-  EXPECT_GRADCHECK([&](const Vars& v) { return mse_loss(v[0], target, weight); }, in);
-  EXPECT_GRADCHECK([&](const Vars& v) { return huber_loss(v[0], target); }, in);
-  EXPECT_GRADCHECK([&](const Vars& v) { return huber_loss(v[0], target, 0.5, weight); }, in);
-  const Tensor classes = Tensor::from_host<int64_t>({0, 2, 1, 2}, {4});
-  EXPECT_GRADCHECK([&](const Vars& v) { return cross_entropy(v[0], classes); }, in);
+  using test::constant_like;
+  EXPECT_GRADCHECK([&](const Vars& v) { return mse_loss(v[0], constant_like(target, v[0])); }, in);
   EXPECT_GRADCHECK(
       [&](const Vars& v) {
-        return cross_entropy(v[0], classes, Tensor::from_host<float>({1, 0.5f, 2, 0}, {4}));
+        return mse_loss(v[0], constant_like(target, v[0]), constant_like(weight, v[0]));
+      },
+      in);
+  EXPECT_GRADCHECK([&](const Vars& v) { return huber_loss(v[0], constant_like(target, v[0])); },
+                   in);
+  EXPECT_GRADCHECK(
+      [&](const Vars& v) {
+        return huber_loss(v[0], constant_like(target, v[0]), 0.5, constant_like(weight, v[0]));
+      },
+      in);
+  const Tensor classes = Tensor::from_host<int64_t>({0, 2, 1, 2}, {4});
+  EXPECT_GRADCHECK([&](const Vars& v) { return cross_entropy(v[0], classes); }, in);
+  const Tensor class_weight = Tensor::from_host<float>({1, 0.5f, 2, 0}, {4});
+  EXPECT_GRADCHECK(
+      [&](const Vars& v) {
+        return cross_entropy(v[0], classes, constant_like(class_weight, v[0]));
       },
       in);
 }

@@ -9,6 +9,7 @@
 #include "redline/autograd/gradcheck.h"
 #include "redline/core/philox.h"
 #include "redline/core/tensor.h"
+#include "redline/ops/ops.h"
 
 namespace redline::test {
 
@@ -32,6 +33,12 @@ inline Tensor away_from_zero(const Shape& shape, uint64_t seed) {
 }
 
 inline std::vector<float> values(const Tensor& t) { return t.contiguous().to_vector<float>(); }
+
+// A constant that a gradcheck function captures, in the dtype of the Variables gradcheck passes it
+// (f64): ops refuse mixed dtypes.
+inline Tensor constant_like(const Tensor& constant, const Variable& like) {
+  return ops::cast(constant, like.dtype());
+}
 
 }  // namespace redline::test
 

@@ -10,10 +10,12 @@
 
 namespace redline {
 
-enum class DType : uint8_t { f32, bf16, f16, u8, i32, i64, boolean };
+// f64 is last so that the numeric values of the older dtypes stay what they were. It exists on the
+// CPU only (finite-difference gradient checks and double references); ops refuse it on GPUs.
+enum class DType : uint8_t { f32, bf16, f16, u8, i32, i64, boolean, f64 };
 
-inline constexpr DType kAllDTypes[] = {DType::f32, DType::bf16, DType::f16,    DType::u8,
-                                       DType::i32, DType::i64,  DType::boolean};
+inline constexpr DType kAllDTypes[] = {DType::f32, DType::bf16, DType::f16,     DType::u8,
+                                       DType::i32, DType::i64,  DType::boolean, DType::f64};
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
@@ -31,6 +33,8 @@ constexpr size_t dtype_size(DType t) {
       return 8;
     case DType::boolean:
       return 1;
+    case DType::f64:
+      return 8;
   }
   return 0;
 }
@@ -51,15 +55,17 @@ constexpr std::string_view dtype_name(DType t) {
       return "i64";
     case DType::boolean:
       return "bool";
+    case DType::f64:
+      return "f64";
   }
   return "?";
 }
 
 constexpr bool dtype_is_floating(DType t) {
-  return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+  return t == DType::f32 || t == DType::bf16 || t == DType::f16 || t == DType::f64;
 }
 
-// Parses "f32", "bf16", "f16", "u8", "i32", "i64", "bool"; throws redline::Error otherwise.
+// Parses "f32", "bf16", "f16", "u8", "i32", "i64", "bool", "f64"; throws redline::Error otherwise.
 DType parse_dtype(std::string_view name);
 
 // Maps a C++ type to its DType. bf16 and f16 values are carried as these 16-bit wrappers.
@@ -75,6 +81,10 @@ struct DTypeOf;
 template <>
 struct DTypeOf<float> {
   static constexpr DType value = DType::f32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::f64;
 };
 template <>
 struct DTypeOf<BFloat16> {

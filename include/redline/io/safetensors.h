@@ -4,7 +4,7 @@
 //   N bytes   JSON: {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]},
 //                    ..., "__metadata__": {"key": "value"}}  (padded with spaces)
 //   rest      the tensors' raw little-endian bytes; offsets are relative to the end of the header
-// dtype names: F32, BF16, F16, U8, I32, I64, BOOL.
+// dtype names: F32, F64, BF16, F16, U8, I32, I64, BOOL.
 #pragma once
 
 #include <map>

@@ -2,7 +2,8 @@
 // dtype. The differentiable versions (redline/autograd/functions.h) are built on these; so are the
 // backward formulas. Every op returns a new contiguous tensor unless it says otherwise.
 //
-// Dtypes: floating ops take f32, bf16 or f16 (bf16/f16 compute in f32 and round once on store);
+// Dtypes: floating ops take f32, bf16 or f16 (bf16/f16 compute in f32 and round once on store),
+// and f64 on the CPU only (computed in double; a GPU op given f64 throws redline::Error);
 // add/sub/mul/maximum/minimum and the comparisons also take i32 and i64. Operands must share the
 // dtype and the device; nothing is promoted implicitly (use cast()).
 #pragma once

@@ -33,6 +33,13 @@ void binary_typed(BinaryOp op, void* out, const T* a, const T* b, const Elementw
 }
 
 template <typename T>
+void unary_backward_typed(UnaryOp op, T param, T* dx, const T* x, const T* y, const T* dy,
+                          int64_t n) {
+#pragma omp parallel for if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) dx[i] = ops::unary_backward<T>(op, x[i], y[i], dy[i], param);
+}
+
+template <typename T>
 void where_typed(T* out, const bool* cond, const T* a, const T* b, const ElementwiseLayout& l) {
   for_each_element<4>(l,
                       [&](const int64_t* at) { out[at[0]] = cond[at[1]] ? a[at[2]] : b[at[3]]; });
@@ -55,6 +62,8 @@ double load(const void* p, DType t, int64_t i) {
       return static_cast<double>(static_cast<const int64_t*>(p)[i]);
     case DType::boolean:
       return static_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
+    case DType::f64:
+      return static_cast<const double*>(p)[i];
   }
   return 0.0;
 }
@@ -82,6 +91,9 @@ void store(void* p, DType t, int64_t i, double v) {
     case DType::boolean:
       static_cast<uint8_t*>(p)[i] = v != 0.0 ? 1 : 0;
       break;
+    case DType::f64:
+      static_cast<double*>(p)[i] = v;
+      break;
   }
 }
 
@@ -89,21 +101,32 @@ void store(void* p, DType t, int64_t i, double v) {
 
 void unary(UnaryOp op, DType dtype, double param, void* out, const void* x,
            const ElementwiseLayout& layout) {
-  REDLINE_CHECK(dtype == DType::f32, "CPU unary kernel got {}; expected f32", dtype_name(dtype));
-  unary_typed<float>(op, static_cast<float>(param), static_cast<float*>(out),
-                     static_cast<const float*>(x), layout);
+  switch (dtype) {
+    case DType::f32:
+      return unary_typed<float>(op, static_cast<float>(param), static_cast<float*>(out),
+                                static_cast<const float*>(x), layout);
+    case DType::f64:
+      return unary_typed<double>(op, param, static_cast<double*>(out),
+                                 static_cast<const double*>(x), layout);
+    default:
+      REDLINE_FAIL("CPU unary kernel got {}; expected f32 or f64", dtype_name(dtype));
+  }
 }
 
 void unary_backward(UnaryOp op, DType dtype, double param, void* dx, const void* x, const void* y,
                     const void* dy, int64_t n) {
-  REDLINE_CHECK(dtype == DType::f32, "CPU unary backward got {}; expected f32", dtype_name(dtype));
-  const float p = static_cast<float>(param);
-  float* o = static_cast<float*>(dx);
-  const float* xs = static_cast<const float*>(x);
-  const float* ys = static_cast<const float*>(y);
-  const float* g = static_cast<const float*>(dy);
-#pragma omp parallel for if (n > (1 << 16))
-  for (int64_t i = 0; i < n; ++i) o[i] = ops::unary_backward<float>(op, xs[i], ys[i], g[i], p);
+  switch (dtype) {
+    case DType::f32:
+      return unary_backward_typed<float>(op, static_cast<float>(param), static_cast<float*>(dx),
+                                         static_cast<const float*>(x), static_cast<const float*>(y),
+                                         static_cast<const float*>(dy), n);
+    case DType::f64:
+      return unary_backward_typed<double>(
+          op, param, static_cast<double*>(dx), static_cast<const double*>(x),
+          static_cast<const double*>(y), static_cast<const double*>(dy), n);
+    default:
+      REDLINE_FAIL("CPU unary backward got {}; expected f32 or f64", dtype_name(dtype));
+  }
 }
 
 void binary(BinaryOp op, DType dtype, void* out, const void* a, const void* b,
@@ -112,6 +135,9 @@ void binary(BinaryOp op, DType dtype, void* out, const void* a, const void* b,
     case DType::f32:
       return binary_typed<float>(op, out, static_cast<const float*>(a),
                                  static_cast<const float*>(b), layout);
+    case DType::f64:
+      return binary_typed<double>(op, out, static_cast<const double*>(a),
+                                  static_cast<const double*>(b), layout);
     case DType::i32:
       return binary_typed<int32_t>(op, out, static_cast<const int32_t*>(a),
                                    static_cast<const int32_t*>(b), layout);
@@ -119,7 +145,7 @@ void binary(BinaryOp op, DType dtype, void* out, const void* a, const void* b,
       return binary_typed<int64_t>(op, out, static_cast<const int64_t*>(a),
                                    static_cast<const int64_t*>(b), layout);
     default:
-      REDLINE_FAIL("CPU binary kernel got {}; expected f32, i32 or i64", dtype_name(dtype));
+      REDLINE_FAIL("CPU binary kernel got {}; expected f32, f64, i32 or i64", dtype_name(dtype));
   }
 }
 

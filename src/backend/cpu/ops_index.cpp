@@ -23,12 +23,15 @@ void add_element(DType dtype, void* out, const void* src, int64_t out_at, int64_
   switch (dtype) {
     case DType::f32:
       return add_at<float>(out, src, out_at, src_at);
+    case DType::f64:
+      return add_at<double>(out, src, out_at, src_at);
     case DType::i32:
       return add_at<int32_t>(out, src, out_at, src_at);
     case DType::i64:
       return add_at<int64_t>(out, src, out_at, src_at);
     default:
-      REDLINE_FAIL("CPU scatter/index add got {}; expected f32, i32 or i64", dtype_name(dtype));
+      REDLINE_FAIL("CPU scatter/index add got {}; expected f32, f64, i32 or i64",
+                   dtype_name(dtype));
   }
 }
 

@@ -1,5 +1,7 @@
 // CPU kernels of the ops (the reference twins of src/backend/gpu/ops_*.cu): raw pointers and
-// plain-data layouts; the front-ends in src/ops/ check the arguments first.
+// plain-data layouts; the front-ends in src/ops/ check the arguments first. Floating kernels take
+// f32 (as their GPU twins) and f64, which exists on the CPU only; the typed ones are templates on
+// the element type, instantiated for float and double.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +11,7 @@
 
 namespace redline::cpu {
 
-// out = op(x) over the layout (operands: out, x). Float dtypes: f32.
+// out = op(x) over the layout (operands: out, x). Floating dtypes: f32, f64.
 void unary(ops::UnaryOp op, DType dtype, double param, void* out, const void* x,
            const ops::ElementwiseLayout& layout);
 // dx = dy * op'(x) (operands: dx, x, y, dy), all contiguous of numel n.
@@ -25,17 +27,20 @@ void where(DType dtype, void* out, const bool* cond, const void* a, const void* 
 void cast(DType from, DType to, void* out, const void* x, int64_t n);
 
 // Reduction over the middle of a contiguous (outer, size, inner) -> (outer, inner). sum and max
-// keep x's dtype (f32, i32, i64); argmax stores i64.
+// keep x's dtype (f32, f64, i32, i64); argmax stores i64.
 void reduce(ops::ReduceOp op, DType dtype, void* out, const void* x, const ops::DimSplit& s);
 
-// softmax / log_softmax over the middle dimension of a contiguous (outer, size, inner), f32.
-void softmax(bool log, float* y, const float* x, const ops::DimSplit& s);
-void softmax_backward(bool log, float* dx, const float* y, const float* dy, const ops::DimSplit& s);
+// softmax / log_softmax over the middle dimension of a contiguous (outer, size, inner); T is float
+// or double.
+template <typename T>
+void softmax(bool log, T* y, const T* x, const ops::DimSplit& s);
+template <typename T>
+void softmax_backward(bool log, T* dx, const T* y, const T* dy, const ops::DimSplit& s);
 
 // C[b] = epilogue(alpha * op(A[b]) @ op(B[b]) + beta * C[b] + bias) (row-major, leading
 // dimensions and batch strides in elements; a batch stride of 0 shares one matrix). bias, when
-// given, has one value per column of C (n,). The CPU twin takes f32 only; the GPU kernel also
-// bf16 and f16 (A, B, C and bias all of `dtype`, f32 accumulation).
+// given, has one value per column of C (n,). The CPU twin takes f32 and f64 (A, B, C and bias all
+// of `dtype`); the GPU kernel takes f32, bf16 and f16 (f32 accumulation).
 enum class GemmEpilogue : uint8_t { none, relu, gelu };
 struct GemmArgs {
   DType dtype = DType::f32;
@@ -71,14 +76,20 @@ void index_add(DType dtype, void* out, const void* src, const int64_t* index,
 
 // im2col of the batch: col (C * KH * KW, N * OH * OW) from x (N, C, H, W), column
 // image * OH * OW + output pixel; col2im adds col back into x (which it does not zero).
-void im2col(const float* x, float* col, const ops::ConvGeometry& g);
-void col2im(const float* col, float* x, const ops::ConvGeometry& g);
+// T is float or double.
+template <typename T>
+void im2col(const T* x, T* col, const ops::ConvGeometry& g);
+template <typename T>
+void col2im(const T* col, T* x, const ops::ConvGeometry& g);
 // Pooling on (N * C) planes; indices flat in each input plane.
-void max_pool2d(const float* x, float* y, int64_t* indices, const ops::ConvGeometry& g);
-void max_pool2d_backward(const float* dy, const int64_t* indices, float* dx,
-                         const ops::ConvGeometry& g);
-void avg_pool2d(const float* x, float* y, const ops::ConvGeometry& g);
-void avg_pool2d_backward(const float* dy, float* dx, const ops::ConvGeometry& g);
+template <typename T>
+void max_pool2d(const T* x, T* y, int64_t* indices, const ops::ConvGeometry& g);
+template <typename T>
+void max_pool2d_backward(const T* dy, const int64_t* indices, T* dx, const ops::ConvGeometry& g);
+template <typename T>
+void avg_pool2d(const T* x, T* y, const ops::ConvGeometry& g);
+template <typename T>
+void avg_pool2d_backward(const T* dy, T* dx, const ops::ConvGeometry& g);
 
 }  // namespace redline::cpu
 

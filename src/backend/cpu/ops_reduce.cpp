@@ -46,27 +46,30 @@ void reduce(ReduceOp op, DType dtype, void* out, const void* x, const DimSplit& 
   switch (dtype) {
     case DType::f32:
       return reduce_typed<float, double>(op, out, static_cast<const float*>(x), s);
+    case DType::f64:
+      return reduce_typed<double, double>(op, out, static_cast<const double*>(x), s);
     case DType::i32:
       return reduce_typed<int32_t, int64_t>(op, out, static_cast<const int32_t*>(x), s);
     case DType::i64:
       return reduce_typed<int64_t, int64_t>(op, out, static_cast<const int64_t*>(x), s);
     default:
-      REDLINE_FAIL("CPU reduction got {}; expected f32, i32 or i64", dtype_name(dtype));
+      REDLINE_FAIL("CPU reduction got {}; expected f32, f64, i32 or i64", dtype_name(dtype));
   }
 }
 
-void softmax(bool log, float* y, const float* x, const DimSplit& s) {
+template <typename T>
+void softmax(bool log, T* y, const T* x, const DimSplit& s) {
 #pragma omp parallel for collapse(2) if (s.outer * s.inner * s.size > (1 << 16))
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t i = 0; i < s.inner; ++i) {
       const int64_t base = o * s.size * s.inner + i;
-      float m = -std::numeric_limits<float>::infinity();
+      T m = -std::numeric_limits<T>::infinity();
       for (int64_t j = 0; j < s.size; ++j) m = std::fmax(m, x[base + j * s.inner]);
       double total = 0;
       for (int64_t j = 0; j < s.size; ++j) total += std::exp(x[base + j * s.inner] - m);
-      const float log_total = static_cast<float>(std::log(total));
+      const T log_total = static_cast<T>(std::log(total));
       for (int64_t j = 0; j < s.size; ++j) {
-        const float shifted = x[base + j * s.inner] - m - log_total;
+        const T shifted = x[base + j * s.inner] - m - log_total;
         y[base + j * s.inner] = log ? shifted : std::exp(shifted);
       }
     }
@@ -75,7 +78,8 @@ void softmax(bool log, float* y, const float* x, const DimSplit& s) {
 
 // softmax:     dx = y * (dy - sum(dy * y))
 // log_softmax: dx = dy - exp(y) * sum(dy)
-void softmax_backward(bool log, float* dx, const float* y, const float* dy, const DimSplit& s) {
+template <typename T>
+void softmax_backward(bool log, T* dx, const T* y, const T* dy, const DimSplit& s) {
 #pragma omp parallel for collapse(2) if (s.outer * s.inner * s.size > (1 << 16))
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t i = 0; i < s.inner; ++i) {
@@ -85,7 +89,7 @@ void softmax_backward(bool log, float* dx, const float* y, const float* dy, cons
         const int64_t at = base + j * s.inner;
         dot += log ? dy[at] : static_cast<double>(dy[at]) * y[at];
       }
-      const float d = static_cast<float>(dot);
+      const T d = static_cast<T>(dot);
       for (int64_t j = 0; j < s.size; ++j) {
         const int64_t at = base + j * s.inner;
         dx[at] = log ? dy[at] - std::exp(y[at]) * d : y[at] * (dy[at] - d);
@@ -93,5 +97,11 @@ void softmax_backward(bool log, float* dx, const float* y, const float* dy, cons
     }
   }
 }
+
+template void softmax<float>(bool, float*, const float*, const DimSplit&);
+template void softmax<double>(bool, double*, const double*, const DimSplit&);
+template void softmax_backward<float>(bool, float*, const float*, const float*, const DimSplit&);
+template void softmax_backward<double>(bool, double*, const double*, const double*,
+                                       const DimSplit&);
 
 }  // namespace redline::cpu

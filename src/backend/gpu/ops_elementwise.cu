@@ -115,6 +115,8 @@ __device__ inline double load(const void* p, DType t, int64_t i) {
       return static_cast<double>(static_cast<const int64_t*>(p)[i]);
     case DType::boolean:
       return static_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
+    case DType::f64:  // CPU only: cast() below refuses it before launching
+      break;
   }
   return 0.0;
 }
@@ -141,6 +143,8 @@ __device__ inline void store(void* p, DType t, int64_t i, double v) {
       break;
     case DType::boolean:
       static_cast<uint8_t*>(p)[i] = v != 0.0 ? 1 : 0;
+      break;
+    case DType::f64:  // CPU only: cast() below refuses it before launching
       break;
   }
 }
@@ -230,6 +234,9 @@ void where(DType dtype, void* out, const bool* cond, const void* a, const void* 
 }
 
 void cast(DType from, DType to, void* out, const void* x, int64_t n, StreamHandle stream) {
+  REDLINE_CHECK(from != DType::f64 && to != DType::f64,
+                "GPU cast got {} -> {}; f64 tensors are supported on the CPU only",
+                dtype_name(from), dtype_name(to));
   if (n == 0) return;
   if (from == to) {
     memcpy_async(out, x, static_cast<size_t>(n) * dtype_size(from), CopyKind::device_to_device,

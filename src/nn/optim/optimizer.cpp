@@ -210,7 +210,7 @@ Tensor clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
   Tensor total;
   for (const Variable& p : params) {
     if (!p.defined() || !p.grad().defined()) continue;
-    const Tensor sq = ops::sum(ops::square(ops::detail::to_f32(p.grad())));
+    const Tensor sq = ops::sum(ops::square(ops::detail::to_compute(p.grad())));
     total = total.defined() ? ops::add(total, sq) : sq;
   }
   if (!total.defined()) return Tensor::zeros({}, DType::f32);
