@@ -151,11 +151,15 @@ inline void expect_tree_invariants(const std::vector<double>& sum, const std::ve
     for (int64_t j = 0; j < offsets[d + 1] - offsets[d]; ++j) {
       const int64_t c = offsets[d + 1] + j * 16;
       if (c >= offsets[d + 2]) break;
-      double s = sum[c], m = mn[c];
-      for (int x = 1; x < 16; ++x) {
-        s = s + sum[c + x];
-        m = std::min(m, mn[c + x]);
+      // The documented order: pairs, then quarters, then halves (written out here, not taken
+      // from replay_math.h, so that a change there is caught).
+      double q[4], m = mn[c];
+      for (int k = 0; k < 4; ++k) {
+        const double* x = &sum[c + 4 * k];
+        q[k] = (x[0] + x[1]) + (x[2] + x[3]);
       }
+      const double s = (q[0] + q[1]) + (q[2] + q[3]);
+      for (int x = 1; x < 16; ++x) m = std::min(m, mn[c + x]);
       if (std::memcmp(&s, &sum[offsets[d] + j], 8) != 0 || m != mn[offsets[d] + j]) ++bad;
     }
   }

@@ -4,14 +4,15 @@
 // synchronization; counters (rows written, max priority, Philox offset) live on the device, so
 // the launches can be captured in a graph and replayed.
 //
-// Sample and update run as a single block: a batch of 128 is latency-bound (one dependent load per
-// tree level), and one block lets the level-by-level ancestor recomputation synchronize with
-// __syncthreads instead of one launch per level. Each sample or updated index is served by a group
-// of kGroupLanes lanes that load a node's 16 children together (two doubles per lane, one 128-byte
-// line per group) and share them with shuffles; the arithmetic on the 16 values is then the CPU's
-// own (tree_choose_child, tree_combine), so both devices give the same bits. One thread walking a
-// node alone issued 16 separate loads per level, each touching 32 different lines per warp, and
-// the single SM's load unit, not memory latency, set the pace.
+// A batch of 128 is latency-bound (one dependent load per tree level, then a short scan), so the
+// kernels are laid out for the shortest dependent chain with the fewest instructions per warp.
+// Sample spreads its draws over blocks of kSampleThreads (one SM each); a group of 16 lanes serves
+// one draw, each lane holding one child of the current node (one 128-byte line per group), and
+// finds the child with four shuffle steps of tree_prefix_sums and two ballots: the CPU's
+// tree_choose_child, bit for bit. The last block to finish advances the Philox offset. Update
+// stays one block, because each tree level must be final before its parents are recomputed
+// (__syncthreads between levels); kUpdateLanes lanes serve an index, each adding a quarter of a
+// node's children, and two butterfly steps give the parent in tree_combine's pairwise order.
 #include <cfloat>
 #include <climits>
 
@@ -21,13 +22,17 @@
 namespace redline::rl::replay::gpu {
 namespace {
 
-constexpr int64_t kStagedIndices = 1024;  // 8 KiB of shared memory for update's duplicate scan
+constexpr int64_t kStagedIndices =
+    512;  // indices and new leaf values update keeps in shared memory
 // The top of the tree (the root's levels down to the last that fits) is copied into shared memory
 // at the start of sample and update with one parallel load, so the walk through those levels costs
-// no dependent global reads: sample keeps up to 4096 sum nodes (32 KiB: 4 levels at 1e7
+// no dependent global reads: each sample block keeps up to 512 sum nodes (4 KiB: 3 levels at 1e7
 // leaves), update up to 2048 nodes of each tree (32 KiB).
-constexpr int kSampleCachedNodes = 4096;
+constexpr int kSampleCachedNodes = 512;
 constexpr int kUpdateCachedNodes = 2048;
+constexpr int kSampleThreads = 128;  // 8 samples of kFanout lanes per block
+constexpr int kUpdateLanes = 4;      // lanes per updated index: 4 of a node's 16 children each
+constexpr int kMaxThreads = 1024;
 
 // Levels 0 .. result-1 of the tree hold at most `most` nodes together.
 __device__ inline int cached_levels(const TreeLayout& t, int most) {
@@ -35,20 +40,32 @@ __device__ inline int cached_levels(const TreeLayout& t, int most) {
   while (levels < t.levels && t.offset[levels] + t.count[levels] <= most) ++levels;
   return levels;
 }
-constexpr int kGroupLanes = 8;  // lanes per sample or index: 2 of a node's 16 children each
-constexpr int kMaxThreads = 1024;
 
-// The 16 values at src (16-byte aligned: tree levels start on multiples of 16 nodes), loaded by the
-// kGroupLanes lanes of a group (two each) and gathered into every lane's c. Every lane of the warp
-// must call it; inactive groups pass src == nullptr and get zeros.
-__device__ inline void group_load16(const double* src, int lane, double* c) {
-  double2 mine = make_double2(0.0, 0.0);
-  if (src != nullptr) mine = reinterpret_cast<const double2*>(src)[lane];
+// One step of a descent for the group of 16 lanes whose first lane is `base` in the warp: lane j
+// holds child j's mass c (0 in inactive groups). Returns the chosen child and updates u (the same
+// in every lane of the group) and leaf (the chosen child's mass). Every lane of the warp must call
+// it. Mirrors tree_choose_child: the prefix sums in tree_prefix_sums' order, the first positive
+// child whose prefix exceeds u, else the last positive child with u at its mass.
+__device__ inline int group_choose_child(double c, int lane, int base, double* u, double* leaf) {
+  double p = c;
 #pragma unroll
-  for (int k = 0; k < kGroupLanes; ++k) {
-    c[2 * k] = __shfl_sync(redline::gpu::kFullLaneMask, mine.x, k, kGroupLanes);
-    c[2 * k + 1] = __shfl_sync(redline::gpu::kFullLaneMask, mine.y, k, kGroupLanes);
+  for (int d = 1; d < kFanout; d *= 2) {
+    const double left = __shfl_up_sync(redline::gpu::kFullLaneMask, p, d, kFanout);
+    if (lane >= d) p = left + p;
   }
+  double before = __shfl_up_sync(redline::gpu::kFullLaneMask, p, 1, kFanout);
+  if (lane == 0) before = 0.0;
+  const bool positive = c > 0.0;
+  const auto hits = static_cast<uint32_t>(
+      (__ballot_sync(redline::gpu::kFullLaneMask, positive && *u < p) >> base) & 0xFFFFu);
+  const auto masses = static_cast<uint32_t>(
+      (__ballot_sync(redline::gpu::kFullLaneMask, positive) >> base) & 0xFFFFu);
+  const int chosen = hits != 0 ? __ffs(static_cast<int>(hits)) - 1
+                               : (masses != 0 ? 31 - __clz(static_cast<int>(masses)) : 0);
+  const double next_u = hits != 0 ? *u - before : c;  // meaningful in lane `chosen`
+  *u = __shfl_sync(redline::gpu::kFullLaneMask, next_u, chosen, kFanout);
+  *leaf = __shfl_sync(redline::gpu::kFullLaneMask, c, chosen, kFanout);
+  return chosen;
 }
 
 __device__ void report_fault(DeviceFault* fault, int32_t code, int32_t position, double value) {
@@ -74,26 +91,25 @@ int threads_for(int64_t work, int most) {
   return t;
 }
 
-// tree_combine of the 16 children at sum_src / min_src, loaded by the lanes of a group (two each)
-// and folded in the same left-to-right order while they are shuffled in, so no lane holds all 32
-// values. Every lane of the warp must call it; inactive groups pass nullptr.
+// tree_combine of the 16 children at sum_src / min_src: each of a group's kUpdateLanes lanes adds
+// its quarter, and two butterfly steps give every lane the parent. Every lane of the warp must
+// call it; inactive groups pass nullptr.
 __device__ inline void group_combine16(const double* sum_src, const double* min_src, int lane,
                                        double* sum_out, double* min_out) {
-  double2 s2 = make_double2(0.0, 0.0), m2 = make_double2(0.0, 0.0);
+  double s = 0.0, m = 0.0;
   if (sum_src != nullptr) {
-    s2 = reinterpret_cast<const double2*>(sum_src)[lane];
-    m2 = reinterpret_cast<const double2*>(min_src)[lane];
+    const double2* s2 = reinterpret_cast<const double2*>(sum_src) + 2 * lane;
+    const double2* m2 = reinterpret_cast<const double2*>(min_src) + 2 * lane;
+    const double2 s_lo = s2[0], s_hi = s2[1], m_lo = m2[0], m_hi = m2[1];
+    const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
+    const double quarter_min[4] = {m_lo.x, m_lo.y, m_hi.x, m_hi.y};
+    s = tree_quarter_sum(quarter_sum);
+    m = tree_quarter_min(quarter_min);
   }
-  double s = __shfl_sync(redline::gpu::kFullLaneMask, s2.x, 0, kGroupLanes);
-  double m = __shfl_sync(redline::gpu::kFullLaneMask, m2.x, 0, kGroupLanes);
-  s = s + __shfl_sync(redline::gpu::kFullLaneMask, s2.y, 0, kGroupLanes);
-  m = tree_min(m, __shfl_sync(redline::gpu::kFullLaneMask, m2.y, 0, kGroupLanes));
 #pragma unroll
-  for (int k = 1; k < kGroupLanes; ++k) {
-    s = s + __shfl_sync(redline::gpu::kFullLaneMask, s2.x, k, kGroupLanes);
-    m = tree_min(m, __shfl_sync(redline::gpu::kFullLaneMask, m2.x, k, kGroupLanes));
-    s = s + __shfl_sync(redline::gpu::kFullLaneMask, s2.y, k, kGroupLanes);
-    m = tree_min(m, __shfl_sync(redline::gpu::kFullLaneMask, m2.y, k, kGroupLanes));
+  for (int step = 1; step < kUpdateLanes; step *= 2) {
+    s = s + __shfl_xor_sync(redline::gpu::kFullLaneMask, s, step, kUpdateLanes);
+    m = tree_min(m, __shfl_xor_sync(redline::gpu::kFullLaneMask, m, step, kUpdateLanes));
   }
   *sum_out = s;
   *min_out = m;
@@ -131,17 +147,19 @@ __global__ void insert_tree_kernel(ReplayView v) {
 }
 
 // ---- sample -------------------------------------------------------------------------------------
-// Group g of the block draws samples g, g + groups, ...; every lane of a group runs the same
-// descent on the same gathered values, and lane 0 writes the result.
-__global__ void __launch_bounds__(kMaxThreads)
+// Group g of block b draws sample b * groups + g; every lane of a group holds one child of the
+// current node, and lane 0 writes the result. blocks_done counts finished blocks: the last one
+// advances the Philox offset (every block has read it by then) and reports faults.
+__global__ void __launch_bounds__(kSampleThreads)
     sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
                   int64_t* indices, float* weights) {  // indices, weights: (batch,)
   __shared__ double top[kSampleCachedNodes];
+  __shared__ uint64_t base_offset;
   const int cached = cached_levels(v.tree, kSampleCachedNodes);
   const int64_t cached_nodes =
       cached > 0 ? v.tree.offset[cached - 1] + v.tree.count[cached - 1] : 0;
   for (int64_t n = threadIdx.x; n < cached_nodes; n += blockDim.x) top[n] = v.sum[n];
-  const uint64_t base = static_cast<uint64_t>(*v.rng_offset);
+  if (threadIdx.x == 0) base_offset = static_cast<uint64_t>(*v.rng_offset);
   const double min_leaf = v.min[0];
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
   __syncthreads();
@@ -149,56 +167,57 @@ __global__ void __launch_bounds__(kMaxThreads)
   const bool beta_ok = b >= 0.0 && b <= 1.0;
   const bool empty = !(total > 0.0);
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
-  const int lane = static_cast<int>(threadIdx.x) % kGroupLanes;
-  const int64_t group = threadIdx.x / kGroupLanes;
-  const int64_t groups = blockDim.x / kGroupLanes;
-  for (int64_t first = 0; first < batch; first += groups) {  // the same trip count in every thread
-    const int64_t i = first + group;
-    const bool active = i < batch && !empty && beta_ok;
-    double u = active ? stratified_point(v, base, i, batch, total) : 0.0;
-    int64_t node = 0;
-    double leaf = 0.0;  // the chosen leaf's value: the last level's chosen child
-    for (int d = 0; d + 1 < v.tree.levels; ++d) {
-      const int64_t at = v.tree.offset[d + 1] + node * kFanout;
-      double c[kFanout];
-      group_load16(active ? (d + 1 < cached ? top : v.sum) + at : nullptr, lane, c);
-      const int chosen = tree_choose_child(c, &u);
-      node = node * kFanout + chosen;
-#pragma unroll
-      for (int j = 0; j < kFanout; ++j) leaf = j == chosen ? c[j] : leaf;  // no local-memory index
-    }
-    if (i < batch && lane == 0) {
-      if (active) {
-        if (v.tree.levels == 1) leaf = v.sum[leaf0];
-        indices[i] = node;
-        weights[i] = importance_weight(v, leaf, min_leaf, b);
-      } else {
-        indices[i] = 0;
-        weights[i] = 0.0f;
-      }
+  const int lane = static_cast<int>(threadIdx.x) % kFanout;
+  const int base = static_cast<int>(threadIdx.x) % redline::gpu::kWarpSize - lane;
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x / kFanout) + threadIdx.x / kFanout;
+  const bool active = i < batch && !empty && beta_ok;
+  double u = active ? stratified_point(v, base_offset, i, batch, total) : 0.0;
+  int64_t node = 0;
+  double leaf = 0.0;  // the chosen leaf's mass: the last level's chosen child
+  for (int d = 0; d + 1 < v.tree.levels; ++d) {
+    const int64_t at = v.tree.offset[d + 1] + node * kFanout + lane;
+    const double c = active ? (d + 1 < cached ? top[at] : v.sum[at]) : 0.0;
+    node = node * kFanout + group_choose_child(c, lane, base, &u, &leaf);
+  }
+  if (i < batch && lane == 0) {
+    if (active) {
+      if (v.tree.levels == 1) leaf = v.sum[leaf0];
+      indices[i] = node;
+      weights[i] = importance_weight(v, leaf, min_leaf, b);
+    } else {
+      indices[i] = 0;
+      weights[i] = 0.0f;
     }
   }
-  __syncthreads();  // every thread has read the offset
-  if (threadIdx.x == 0) {
-    if (!beta_ok) {
-      report_fault(v.fault, kFaultBeta, 0, b);
-    } else if (empty) {
-      report_fault(v.fault, kFaultEmpty, 0, 0.0);
-    } else {
-      *v.rng_offset = static_cast<int64_t>(base + static_cast<uint64_t>(batch));
-    }
+  if (threadIdx.x != 0) return;
+  __threadfence();  // this block's read of the offset comes before its count
+  if (atomicAdd(v.blocks_done, 1u) != gridDim.x - 1) return;
+  *v.blocks_done = 0;  // the last block: ready for the next launch
+  if (!beta_ok) {
+    report_fault(v.fault, kFaultBeta, 0, b);
+  } else if (empty) {
+    report_fault(v.fault, kFaultEmpty, 0, 0.0);
+  } else {
+    *v.rng_offset = static_cast<int64_t>(base_offset + static_cast<uint64_t>(batch));
   }
 }
 
 // ---- update -------------------------------------------------------------------------------------
+// Three phases, each one dependent global round trip: (1) the tree's top into shared memory, and
+// every index checked, with its new leaf value (priority^alpha, 0 marks a slot that is not
+// sampleable) computed by the thread that loaded it; (2) leaves written by the last occurrence of
+// each index; (3) ancestors, level by level.
 __global__ void __launch_bounds__(kMaxThreads)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
-  __shared__ int bad_index_at;
-  __shared__ int bad_priority_at;
-  __shared__ unsigned int max_bits;  // positive floats order like their bit patterns
+  constexpr int kMaxWarps = kMaxThreads / 32;
+  __shared__ int warp_bad_index[kMaxWarps];  // first bad position seen by each warp, or INT_MAX
+  __shared__ int warp_bad_priority[kMaxWarps];
+  __shared__ unsigned int warp_max_bits[kMaxWarps];  // positive floats order like their bits
   __shared__ double top_sum[kUpdateCachedNodes];
   __shared__ double top_min[kUpdateCachedNodes];
+  __shared__ int64_t staged_index[kStagedIndices];
+  __shared__ double staged_leaf[kStagedIndices];
   // Never the leaf level: leaves are written to global memory only, before the recomputation.
   const int cached = min(cached_levels(v.tree, kUpdateCachedNodes), v.tree.levels - 1);
   const int64_t cached_nodes =
@@ -207,62 +226,78 @@ __global__ void __launch_bounds__(kMaxThreads)
     top_sum[n] = v.sum[n];
     top_min[n] = v.min[n];
   }
-  if (threadIdx.x == 0) {
-    bad_index_at = INT_MAX;
-    bad_priority_at = INT_MAX;
-    max_bits = 0;
-  }
-  __syncthreads();
+  const bool use_staged = batch <= kStagedIndices;
   const int64_t capacity = v.rows * v.envs;
+  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
+  int bad_index = INT_MAX, bad_priority = INT_MAX;
+  unsigned int max_bits = 0;
   for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) {
     const int64_t idx = indices[i];
     const float p = priorities[i];
-    if (idx < 0 || idx >= capacity) atomicMin(&bad_index_at, static_cast<int>(i));
-    if (!(isfinite(p) && p > 0.0f)) {
-      atomicMin(&bad_priority_at, static_cast<int>(i));
-    } else {
-      atomicMax(&max_bits, __float_as_uint(p));
+    const bool idx_ok = idx >= 0 && idx < capacity;
+    const bool p_ok = isfinite(p) && p > 0.0f;
+    if (!idx_ok) bad_index = min(bad_index, static_cast<int>(i));
+    if (!p_ok) bad_priority = min(bad_priority, static_cast<int>(i));
+    if (p_ok) max_bits = max(max_bits, __float_as_uint(p));
+    if (use_staged) {
+      staged_index[i] = idx;
+      staged_leaf[i] = idx_ok && p_ok && v.sum[leaf0 + idx] > 0.0
+                           ? portable_pow(static_cast<double>(p), v.alpha)
+                           : 0.0;
     }
   }
+  for (int offset = 16; offset > 0; offset /= 2) {  // per-warp reductions (32-lane groups)
+    bad_index = min(bad_index, __shfl_xor_sync(redline::gpu::kFullLaneMask, bad_index, offset, 32));
+    bad_priority =
+        min(bad_priority, __shfl_xor_sync(redline::gpu::kFullLaneMask, bad_priority, offset, 32));
+    max_bits = max(max_bits, __shfl_xor_sync(redline::gpu::kFullLaneMask, max_bits, offset, 32));
+  }
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int warps = static_cast<int>(blockDim.x + 31) / 32;
+  if (threadIdx.x % 32 == 0) {
+    warp_bad_index[warp] = bad_index;
+    warp_bad_priority[warp] = bad_priority;
+    warp_max_bits[warp] = max_bits;
+  }
   __syncthreads();
-  if (bad_index_at != INT_MAX || bad_priority_at != INT_MAX) {  // nothing changes
+#pragma unroll 4
+  for (int w = 0; w < warps; ++w) {
+    bad_index = min(bad_index, warp_bad_index[w]);
+    bad_priority = min(bad_priority, warp_bad_priority[w]);
+    max_bits = max(max_bits, warp_max_bits[w]);
+  }
+  if (bad_index != INT_MAX || bad_priority != INT_MAX) {  // nothing changes
     if (threadIdx.x == 0) {
-      if (bad_index_at <= bad_priority_at) {
-        report_fault(v.fault, kFaultIndex, bad_index_at,
-                     static_cast<double>(indices[bad_index_at]));
+      if (bad_index <= bad_priority) {
+        report_fault(v.fault, kFaultIndex, bad_index, static_cast<double>(indices[bad_index]));
       } else {
-        report_fault(v.fault, kFaultPriority, bad_priority_at, priorities[bad_priority_at]);
+        report_fault(v.fault, kFaultPriority, bad_priority, priorities[bad_priority]);
       }
     }
     return;
   }
+  const int64_t* scan = use_staged ? staged_index : indices;
   // Leaves: only the last occurrence of an index writes, and only while the slot is sampleable.
-  // The group of index i scans the later indices (each lane every kGroupLanes-th one) from shared
-  // memory when the batch fits there.
-  extern __shared__ int64_t staged[];  // (min(batch, kStagedIndices),)
-  const bool use_staged = batch <= kStagedIndices;
-  if (use_staged) {
-    for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) staged[i] = indices[i];
-    __syncthreads();
-  }
-  const int64_t* scan = use_staged ? staged : indices;
-  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
-  const int lane = static_cast<int>(threadIdx.x) % kGroupLanes;
-  const int64_t group = threadIdx.x / kGroupLanes;
-  const int64_t groups = blockDim.x / kGroupLanes;
+  // The group of index i scans the later positions, each lane every kUpdateLanes-th one.
+  const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
+  const int64_t group = threadIdx.x / kUpdateLanes;
+  const int64_t groups = blockDim.x / kUpdateLanes;
   for (int64_t first = 0; first < batch; first += groups) {  // the same trip count in every thread
     const int64_t i = first + group;
     int later = 0;  // 1 when a later position holds the same index
     if (i < batch) {
       const int64_t idx = scan[i];
-      for (int64_t j = i + 1 + lane; j < batch; j += kGroupLanes) later |= scan[j] == idx;
+#pragma unroll 8
+      for (int64_t j = i + 1 + lane; j < batch; j += kUpdateLanes) later |= scan[j] == idx;
     }
-    for (int offset = kGroupLanes / 2; offset > 0; offset /= 2) {
-      later |= __shfl_xor_sync(redline::gpu::kFullLaneMask, later, offset, kGroupLanes);
+    for (int offset = kUpdateLanes / 2; offset > 0; offset /= 2) {
+      later |= __shfl_xor_sync(redline::gpu::kFullLaneMask, later, offset, kUpdateLanes);
     }
     if (i < batch && lane == 0 && !later) {
       const int64_t idx = scan[i];
-      if (v.sum[leaf0 + idx] > 0.0) {
+      if (use_staged) {
+        if (staged_leaf[i] > 0.0) set_leaf(v, idx, staged_leaf[i]);
+      } else if (v.sum[leaf0 + idx] > 0.0) {
         set_leaf(v, idx, portable_pow(static_cast<double>(priorities[i]), v.alpha));
       }
     }
@@ -271,22 +306,23 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int leaf_level = v.tree.levels - 1;
   for (int d = leaf_level - 1; d >= 0; --d) {
     const int shift = 4 * (leaf_level - d);
+    const int64_t level = v.tree.offset[d];
+    const int64_t child_level = v.tree.offset[d + 1];
+    const bool shared_children = d + 1 < cached;
     for (int64_t first = 0; first < batch; first += groups) {
       const int64_t i = first + group;
       const int64_t node = i < batch ? scan[i] >> shift : 0;
-      const int64_t child = v.tree.offset[d + 1] + node * kFanout;
-      const bool shared_children = d + 1 < cached;
+      const int64_t child = child_level + node * kFanout;
       double s = 0.0, m = 0.0;
       group_combine16(i < batch ? (shared_children ? top_sum : v.sum) + child : nullptr,
                       i < batch ? (shared_children ? top_min : v.min) + child : nullptr, lane, &s,
                       &m);
-      if (i < batch && lane == 0) {
-        const int64_t at = v.tree.offset[d] + node;
-        v.sum[at] = s;
-        v.min[at] = m;
+      if (i < batch && lane == 0) {  // groups sharing a parent write the same bits
+        v.sum[level + node] = s;
+        v.min[level + node] = m;
         if (d < cached) {
-          top_sum[at] = s;
-          top_min[at] = m;
+          top_sum[level + node] = s;
+          top_min[level + node] = m;
         }
       }
     }
@@ -311,17 +347,17 @@ void insert(const ReplayView& v, const InsertSource& src, void* stream) {
 void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_device,
             int64_t* indices, float* weights, void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  sample_kernel<<<1, threads_for(batch * kGroupLanes, kMaxThreads), 0, s>>>(
-      v, batch, beta, beta_device, indices, weights);
+  const int64_t per_block = kSampleThreads / kFanout;
+  const auto blocks = static_cast<unsigned int>((batch + per_block - 1) / per_block);
+  sample_kernel<<<blocks, kSampleThreads, 0, s>>>(v, batch, beta, beta_device, indices, weights);
   GPU_CHECK_LAUNCH();
 }
 
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const size_t staged = static_cast<size_t>(batch <= kStagedIndices ? batch : 0) * sizeof(int64_t);
-  update_kernel<<<1, threads_for(batch * kGroupLanes, kMaxThreads), staged, s>>>(v, batch, indices,
-                                                                                 priorities);
+  update_kernel<<<1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s>>>(v, batch, indices,
+                                                                             priorities);
   GPU_CHECK_LAUNCH();
 }
 

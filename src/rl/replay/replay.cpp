@@ -128,7 +128,8 @@ size_t ReplayMemory::bytes_needed(const ReplayConfig& c) {
   const TreeLayout tree = replay::make_tree_layout(c.capacity);
   return slots * frame * dtype_size(c.obs_dtype) + slots * dtype_size(c.action_dtype) +
          slots * (sizeof(float) + 1) + static_cast<size_t>(c.num_envs) +
-         2 * static_cast<size_t>(tree.nodes) * sizeof(double) + 3 * sizeof(int64_t);
+         2 * static_cast<size_t>(tree.nodes) * sizeof(double) + 3 * sizeof(int64_t) +
+         sizeof(uint32_t);
 }
 
 namespace {
@@ -177,6 +178,7 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   int64_t one_bits;
   std::memcpy(&one_bits, &one, 8);
   s->counters = Tensor::from_host<int64_t>({0, one_bits}, {2}, dev);
+  s->blocks_done = Tensor::zeros({1}, DType::i32, dev);
   if (dev.is_gpu()) {
     gpu::fill(s->min.raw_data(), tree.nodes, 8, kInfBits, stream_of(dev));
     s->fault = static_cast<DeviceFault*>(gpu::host_alloc_pinned(sizeof(DeviceFault)));
@@ -211,6 +213,7 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   v.max_priority = data_as<double>(s->counters) + 1;
   v.rng_offset = data_as<int64_t>(rng_.offset_tensor());
   v.fault = s->fault;
+  v.blocks_done = data_as<uint32_t>(s->blocks_done);
   state_ = std::move(s);
 }
 
@@ -292,7 +295,7 @@ size_t ReplayMemory::bytes() const {
   const ReplayState& s = *state_;
   return s.frames.nbytes() + s.actions.nbytes() + s.rewards.nbytes() + s.flags.nbytes() +
          s.prev_done.nbytes() + s.sum.nbytes() + s.min.nbytes() + s.counters.nbytes() +
-         rng_.offset_tensor().nbytes();
+         rng_.offset_tensor().nbytes() + s.blocks_done.nbytes();
 }
 
 ReplayStats ReplayMemory::stats() const {

@@ -1,9 +1,11 @@
 // The replay memory's arithmetic, written once for the CPU loops (src/rl/replay/replay_cpu.cpp)
 // and the GPU kernels (src/backend/gpu/replay_*.cu): the sum/min tree layout, its descent and
-// recomputation, logarithm/exponential/power built from IEEE +, -, *, / only (so both devices give
-// the same bits under the build's no-contraction flags), n-step windows and frame-stack sources.
+// recomputation, logarithm/exponential/power built from IEEE +, -, *, / and explicit fused
+// multiply-adds only (so both devices give the same bits under the build's no-contraction flags),
+// n-step windows and frame-stack sources.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "redline/core/hd.h"
@@ -52,18 +54,23 @@ inline TreeLayout make_tree_layout(int64_t leaves) {
 
 REDLINE_HD inline double tree_min(double a, double b) { return b < a ? b : a; }
 
-// A parent's sum (its 16 children added left to right, so every device adds in the same order) and
-// min, from the children's values.
+// A parent's sum and min from its 16 children's values. The sum is pairwise in a fixed order,
+// ((c0 + c1) + (c2 + c3)) for each quarter, then (q0 + q1) + (q2 + q3), which every device follows
+// bit for bit: a GPU group of 4 lanes adds its quarter, then two butterfly steps across the lanes
+// give every lane the same value (IEEE addition commutes exactly).
+REDLINE_HD inline double tree_quarter_sum(const double* c) { return (c[0] + c[1]) + (c[2] + c[3]); }
+REDLINE_HD inline double tree_quarter_min(const double* c) {
+  return tree_min(tree_min(c[0], c[1]), tree_min(c[2], c[3]));
+}
 REDLINE_HD inline void tree_combine(const double* child_sum, const double* child_min,
                                     double* sum_out, double* min_out) {
-  double s = child_sum[0];
-  double m = child_min[0];
-  for (int c = 1; c < kFanout; ++c) {
-    s = s + child_sum[c];
-    m = tree_min(m, child_min[c]);
+  double q[4], m[4];
+  for (int k = 0; k < 4; ++k) {
+    q[k] = tree_quarter_sum(child_sum + 4 * k);
+    m[k] = tree_quarter_min(child_min + 4 * k);
   }
-  *sum_out = s;
-  *min_out = m;
+  *sum_out = (q[0] + q[1]) + (q[2] + q[3]);
+  *min_out = tree_min(tree_min(m[0], m[1]), tree_min(m[2], m[3]));
 }
 
 // Recomputes node j of level d (< leaves level) from its children.
@@ -73,33 +80,34 @@ REDLINE_HD inline void tree_recompute(const TreeLayout& t, double* sum, double* 
   tree_combine(sum + child, mn + child, sum + t.offset[d] + j, mn + t.offset[d] + j);
 }
 
-// One step of a descent: the child of a node (its 16 children's sums in c) whose prefix-sum
-// interval holds u, with u made relative to that child. Children with zero mass are never chosen;
-// if rounding leaves u at or past the end, the last positive child is taken and u stays at its end,
+// Inclusive prefix sums of a node's 16 children in a fixed order (Hillis-Steele: at distance 1, 2,
+// 4, 8, p[j] = p[j - d] + p[j]), the order a GPU group of 16 lanes follows with four shuffles.
+REDLINE_HD inline void tree_prefix_sums(const double* c, double* p) {
+  for (int j = 0; j < kFanout; ++j) p[j] = c[j];
+  for (int d = 1; d < kFanout; d *= 2) {
+    for (int j = kFanout - 1; j >= d; --j) p[j] = p[j - d] + p[j];
+  }
+}
+
+// One step of a descent: the first child j with positive mass whose prefix sum exceeds u (u made
+// relative to it by subtracting the prefix before it). Children with zero mass are never chosen;
+// if rounding leaves u at or past the end, the last positive child is taken and u becomes its mass,
 // so a descent from a positive root always ends on a positive leaf.
 REDLINE_HD inline int tree_choose_child(const double* c, double* u_io) {
-  double u = *u_io;
-  int chosen = -1;
+  double p[kFanout];
+  tree_prefix_sums(c, p);
+  const double u = *u_io;
   int last_positive = 0;
-  double last_mass = 0.0;
   for (int j = 0; j < kFanout; ++j) {
-    const double v = c[j];
-    if (v > 0.0) {
-      last_positive = j;
-      last_mass = v;
-      if (u < v) {
-        chosen = j;
-        break;
-      }
-      u = u - v;
+    if (!(c[j] > 0.0)) continue;
+    if (u < p[j]) {
+      *u_io = u - (j > 0 ? p[j - 1] : 0.0);
+      return j;
     }
+    last_positive = j;
   }
-  if (chosen < 0) {
-    chosen = last_positive;
-    u = last_mass;
-  }
-  *u_io = u;
-  return chosen;
+  *u_io = c[last_positive];
+  return last_positive;
 }
 
 // The leaf whose prefix-sum interval holds u (0 <= u, ideally u < root).
@@ -137,6 +145,16 @@ REDLINE_HD inline uint64_t double_to_bits(double d) {
   return pun.u;
 }
 
+// a * b + c rounded once (IEEE fused multiply-add: the same bits on every device; the build's
+// no-contraction flags do not apply to an explicit fma).
+REDLINE_HD inline double fused_mul_add(double a, double b, double c) {
+#if REDLINE_DEVICE_PASS
+  return fma(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
 // Natural logarithm of a finite x > 0 (relative error about 1e-16).
 REDLINE_HD inline double portable_log(double x) {
   uint64_t bits = double_to_bits(x);
@@ -156,17 +174,17 @@ REDLINE_HD inline double portable_log(double x) {
   const double s2 = s * s;
   // log(m) = 2 atanh(s) = 2 (s + s^3/3 + ... + s^23/23)
   double poly = 1.0 / 23.0;
-  poly = poly * s2 + 1.0 / 21.0;
-  poly = poly * s2 + 1.0 / 19.0;
-  poly = poly * s2 + 1.0 / 17.0;
-  poly = poly * s2 + 1.0 / 15.0;
-  poly = poly * s2 + 1.0 / 13.0;
-  poly = poly * s2 + 1.0 / 11.0;
-  poly = poly * s2 + 1.0 / 9.0;
-  poly = poly * s2 + 1.0 / 7.0;
-  poly = poly * s2 + 1.0 / 5.0;
-  poly = poly * s2 + 1.0 / 3.0;
-  poly = poly * s2 + 1.0;
+  poly = fused_mul_add(poly, s2, 1.0 / 21.0);
+  poly = fused_mul_add(poly, s2, 1.0 / 19.0);
+  poly = fused_mul_add(poly, s2, 1.0 / 17.0);
+  poly = fused_mul_add(poly, s2, 1.0 / 15.0);
+  poly = fused_mul_add(poly, s2, 1.0 / 13.0);
+  poly = fused_mul_add(poly, s2, 1.0 / 11.0);
+  poly = fused_mul_add(poly, s2, 1.0 / 9.0);
+  poly = fused_mul_add(poly, s2, 1.0 / 7.0);
+  poly = fused_mul_add(poly, s2, 1.0 / 5.0);
+  poly = fused_mul_add(poly, s2, 1.0 / 3.0);
+  poly = fused_mul_add(poly, s2, 1.0);
   const double log_m = (2.0 * s) * poly;
   const double de = static_cast<double>(e);
   return de * kLn2Hi + (de * kLn2Lo + log_m);
@@ -181,19 +199,19 @@ REDLINE_HD inline double portable_exp(double y) {
   const double dk = static_cast<double>(k);
   const double r = (y - dk * kLn2Hi) - dk * kLn2Lo;  // |r| <= 0.35
   double p = 1.0 / 6227020800.0;                     // 1/13!
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  p = fused_mul_add(p, r, 1.0 / 479001600.0);
+  p = fused_mul_add(p, r, 1.0 / 39916800.0);
+  p = fused_mul_add(p, r, 1.0 / 3628800.0);
+  p = fused_mul_add(p, r, 1.0 / 362880.0);
+  p = fused_mul_add(p, r, 1.0 / 40320.0);
+  p = fused_mul_add(p, r, 1.0 / 5040.0);
+  p = fused_mul_add(p, r, 1.0 / 720.0);
+  p = fused_mul_add(p, r, 1.0 / 120.0);
+  p = fused_mul_add(p, r, 1.0 / 24.0);
+  p = fused_mul_add(p, r, 1.0 / 6.0);
+  p = fused_mul_add(p, r, 0.5);
+  p = fused_mul_add(p, r, 1.0);
+  p = fused_mul_add(p, r, 1.0);
   // p * 2^k in at most two exact power-of-two steps.
   int64_t k1 = k;
   if (k1 > 1023) {
@@ -261,6 +279,7 @@ struct ReplayView {
   double* max_priority = nullptr;   // (1,) running maximum priority (starts at 1)
   int64_t* rng_offset = nullptr;    // (1,) Philox block offset
   DeviceFault* fault = nullptr;     // pinned host memory on a GPU, nullptr on the CPU
+  uint32_t* blocks_done = nullptr;  // (1,) the GPU sample's finished blocks, 0 between launches
 };
 
 REDLINE_HD inline int64_t wrap_row(int64_t row, int64_t rows) {

@@ -16,6 +16,7 @@ struct ReplayState {
   Tensor sum;                            // (nodes,) i64 holding f64 bits
   Tensor min;                            // (nodes,) i64 holding f64 bits
   Tensor counters;                       // (2,) i64: rows written, max priority (f64 bits)
+  Tensor blocks_done;                    // (1,) i32: the GPU sample's finished blocks (not saved)
   replay::DeviceFault* fault = nullptr;  // pinned host memory written by GPU kernels
   replay::ReplayView view;               // pointers into the tensors above
 

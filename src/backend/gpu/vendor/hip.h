@@ -91,4 +91,6 @@
 #define __shfl_xor_sync(mask, var, lane, width) __shfl_xor((var), (lane), (width))
 #define __shfl_down_sync(mask, var, delta, width) __shfl_down((var), (delta), (width))
 #define __shfl_sync(mask, var, lane, width) __shfl((var), (lane), (width))
+#define __shfl_up_sync(mask, var, delta, width) __shfl_up((var), (delta), (width))
+#define __ballot_sync(mask, predicate) __ballot(predicate)
 #endif
