@@ -2,8 +2,10 @@
 //   conv1 (128, 4, 84, 84)  * (32, 4, 8, 8)  stride 4 -> (128, 32, 20, 20)
 //   conv2 (128, 32, 20, 20) * (64, 32, 4, 4) stride 2 -> (128, 64, 9, 9)
 //   conv3 (128, 64, 9, 9)   * (64, 64, 3, 3) stride 1 -> (128, 64, 7, 7)
-// GPU (im2col + cuBLASLt GEMM until cuDNN is wired in) and CPU. Median of 7 timed repeats.
-// The PyTorch peer (cudnn.benchmark = True) is bench/peer_ops.py.
+// GPU (cuDNN where the build found it, else im2col + cuBLASLt GEMM) and CPU; median of 7 timed
+// repeats. The GPU runs twice: with the fastest algorithms (the default, like PyTorch's) and with
+// deterministic ones only (ops::set_deterministic). The PyTorch peer (cudnn.benchmark = True,
+// deterministic off) is bench/peer_ops.py.
 //
 // usage: bench_ops_conv [--cpu-only] [--tf32]
 #include <cstdio>
@@ -38,7 +40,8 @@ void run(Device device, const Layer& l, int64_t batch) {
       device, [&] { ops::conv2d(x, w, b, o); }, iterations);
   const double bwd = bench::median_ms(
       device, [&] { ops::conv2d_backward(x, w, dy, o, true, true, true); }, iterations);
-  std::printf("| %s | %s | %s | %.4f | %.4f | %.4f |\n", device.str().c_str(), l.name,
+  std::printf("| %s | %s | %s | %s | %.4f | %.4f | %.4f |\n", device.str().c_str(),
+              ops::deterministic() ? "deterministic" : "fastest", l.name,
               shape_str(y.shape()).c_str(), fwd, bwd, fwd + bwd);
 }
 
@@ -50,11 +53,15 @@ int main(int argc, char** argv) {
                           {"conv2 4x4 s2", 32, 20, 64, 4, 2},
                           {"conv3 3x3 s1", 64, 9, 64, 3, 1}};
   std::printf("tf32: %s\n", ops::allow_tf32() ? "on" : "off");
-  std::printf("| device | layer | output | forward ms | backward ms | total ms |\n");
-  std::printf("| --- | --- | --- | ---: | ---: | ---: |\n");
+  std::printf("| device | algorithms | layer | output | forward ms | backward ms | total ms |\n");
+  std::printf("| --- | --- | --- | --- | ---: | ---: | ---: |\n");
   if (!bench::has_flag(argc, argv, "--cpu-only") && gpu_count() > 0) {
-    for (const Layer& l : layers) run(Device::gpu(0), l, 128);
+    for (const bool deterministic : {false, true}) {
+      ops::set_deterministic(deterministic);
+      for (const Layer& l : layers) run(Device::gpu(0), l, 128);
+    }
   }
+  ops::set_deterministic(false);
   for (const Layer& l : layers) run(Device::cpu(), l, 128);
   return 0;
 }

@@ -51,6 +51,25 @@ GraphHandle end_capture(StreamHandle stream);
 void graph_launch(GraphHandle graph, StreamHandle stream);
 void graph_destroy(GraphHandle graph);
 
+// Faults found inside op kernels, which cannot throw (today: an index out of range in gather,
+// index_select, scatter_add or index_add). The first fault since the last check is kept per device
+// in pinned host memory, which the kernels write directly, and check_kernel_faults raises it as a
+// redline::Error: every op entry and every stream synchronization on that device checks.
+enum class KernelFaultOp : int32_t { none = 0, gather, index_select, scatter_add, index_add };
+struct KernelFault {
+  int32_t op;           // KernelFaultOp; written last, none while the record is free
+  uint32_t generation;  // advanced by the host each time it raises a fault
+  int64_t value;        // the offending index
+  int64_t position;     // its flat position in the index tensor
+  int64_t limit;        // the size of the indexed dimension
+};
+// The device's record, allocated on first use and kept for the life of the process. A kernel
+// claims it for the current generation (an atomicMax on a device word of its own translation unit
+// from generation to generation + 1), so one fault's fields are never mixed with another's.
+KernelFault* kernel_fault_record(int device);
+// Throws redline::Error describing the device's pending kernel fault, if any, and clears it.
+void check_kernel_faults(int device);
+
 // dst[i] = pattern for n elements of elem_size bytes (1, 2, 4 or 8).
 void fill(void* dst, int64_t n, int elem_size, uint64_t pattern, StreamHandle stream);
 

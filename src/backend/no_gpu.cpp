@@ -25,6 +25,8 @@ void free(void*, int) {}
 void mem_info(int, size_t* free_bytes, size_t* total_bytes) { *free_bytes = *total_bytes = 0; }
 void* host_alloc_pinned(size_t) { no_backend("pinned host memory"); }
 void host_free_pinned(void*) {}
+KernelFault* kernel_fault_record(int) { no_backend("a GPU kernel fault record"); }
+void check_kernel_faults(int) {}
 void memcpy_async(void*, const void*, size_t, CopyKind, StreamHandle) { no_backend("a GPU copy"); }
 StreamHandle stream_create(int) { no_backend("a GPU stream"); }
 void stream_destroy(StreamHandle) {}

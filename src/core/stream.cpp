@@ -53,7 +53,10 @@ Stream Stream::create(Device device) {
 }
 
 void Stream::synchronize() const {
-  if (device_.is_gpu()) gpu::stream_synchronize(handle_);
+  if (device_.is_gpu()) {
+    gpu::stream_synchronize(handle_);
+    gpu::check_kernel_faults(device_.index);  // faults of the kernels that just finished
+  }
 }
 
 StreamGuard::StreamGuard(Stream stream) : previous_(Stream::current(stream.device())) {

@@ -1,4 +1,6 @@
 // conv2d (cuDNN where the build found it, else im2col + GEMM) and 2-D pooling front-ends, NCHW.
+#include <atomic>
+
 #include "backend/cpu/ops_kernels.h"
 #include "ops/ops_common.h"
 #include "redline/ops/ops.h"
@@ -80,14 +82,21 @@ Tensor im2col_batch(const Tensor& xc, const ConvGeometry& g) {
   return col;
 }
 
+std::atomic<bool> g_deterministic{false};
+
 #if REDLINE_HAS_GPU && REDLINE_HAS_CUDNN
 // cuDNN takes conv2d on CUDA GPUs (src/backend/gpu/ops_cudnn.cu) unless it cannot take this call.
 bool use_cudnn(Device device, const ConvGeometry& g) {
   return device.is_gpu() && gpu::cudnn_conv2d_usable(g, detail::gpu_stream(device));
 }
+
+gpu::CudnnPolicy cudnn_policy() { return {allow_tf32(), deterministic()}; }
 #endif
 
 }  // namespace
+
+void set_deterministic(bool on) { g_deterministic = on; }
+bool deterministic() { return g_deterministic; }
 
 // One im2col of the whole batch and one GEMM (the launch count does not grow with the batch):
 //   col (C*KH*KW, N*OH*OW) = im2col(x)
@@ -111,7 +120,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
   if (use_cudnn(device, g)) {
     Tensor y = Tensor::empty({g.n, g.o, g.oh, g.ow}, DType::f32, device);
     gpu::cudnn_conv2d(xc.data<float>(), wc.data<float>(), bc.defined() ? bc.data<float>() : nullptr,
-                      y.data<float>(), g, allow_tf32(), detail::gpu_stream(device));
+                      y.data<float>(), g, cudnn_policy(), detail::gpu_stream(device));
     return detail::from_compute(y, x.dtype());
   }
 #endif
@@ -145,14 +154,14 @@ Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
       const Tensor xc = detail::to_compute(x).contiguous();
       Tensor dw = Tensor::empty(w.shape(), DType::f32, device);
       gpu::cudnn_conv2d_backward_filter(xc.data<float>(), dyc.data<float>(), dw.data<float>(), g,
-                                        allow_tf32(), stream);
+                                        cudnn_policy(), stream);
       grads.dw = detail::from_compute(dw, w.dtype());
     }
     if (need_dx) {
       const Tensor wc = detail::to_compute(w).contiguous();
       Tensor dx = Tensor::empty(x.shape(), DType::f32, device);
       gpu::cudnn_conv2d_backward_data(wc.data<float>(), dyc.data<float>(), dx.data<float>(), g,
-                                      allow_tf32(), stream);
+                                      cudnn_policy(), stream);
       grads.dx = detail::from_compute(dx, x.dtype());
     }
     if (need_dbias) grads.dbias = detail::from_compute(sum(dyc, {0, 2, 3}), dy.dtype());

@@ -24,6 +24,8 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> tensor
                   "with .to()",
                   op, first->describe(), t->describe());
   }
+  // A fault an earlier kernel on this device found (an index out of range) is raised here.
+  if (first->device().is_gpu()) gpu::check_kernel_faults(first->device().index);
   return first->device();
 }
 

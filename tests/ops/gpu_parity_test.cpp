@@ -229,6 +229,62 @@ TEST(GpuParity, MatmulLinearConvPool) {
                  {small});
 }
 
+// ops::set_deterministic(true) limits cuDNN to deterministic algorithms: two backward passes give
+// the same bits, and both modes stay within the f32 bound of the CPU.
+TEST(GpuParity, ConvDeterministicModeRepeatsBitForBit) {
+  REDLINE_REQUIRE_GPU();
+  const Tensor x = test::uniform({32, 32, 20, 20}, 11), w = test::uniform({64, 32, 4, 4}, 12);
+  const ops::Conv2dOptions o{2, 2, 0, 0, 1, 1};
+  const Tensor dy = test::uniform({32, 64, 9, 9}, 13);
+  const ops::Conv2dGrads cpu = ops::conv2d_backward(x, w, dy, o, true, true, false);
+  const Tensor xg = x.to(kGpu), wg = w.to(kGpu), dyg = dy.to(kGpu);
+  // The widest sum is dw's, over N*OH*OW = 2592 products, in different orders on each side.
+  const double k_bound = 32.0 * 81.0 * std::ldexp(1.0, -23);
+  for (const bool deterministic : {false, true}) {
+    ops::set_deterministic(deterministic);
+    const ops::Conv2dGrads a = ops::conv2d_backward(xg, wg, dyg, o, true, true, false);
+    const ops::Conv2dGrads b = ops::conv2d_backward(xg, wg, dyg, o, true, true, false);
+    const std::string mode = deterministic ? "deterministic" : "fastest";
+    expect_parity("conv backward dx " + mode, DType::f32, a.dx, cpu.dx, k_bound);
+    expect_parity("conv backward dw " + mode, DType::f32, a.dw, cpu.dw, k_bound);
+    if (deterministic) {
+      EXPECT_EQ(a.dx.to(Device::cpu()).to_vector<float>(),
+                b.dx.to(Device::cpu()).to_vector<float>());
+      EXPECT_EQ(a.dw.to(Device::cpu()).to_vector<float>(),
+                b.dw.to(Device::cpu()).to_vector<float>());
+    }
+  }
+  ops::set_deterministic(false);
+}
+
+// An out-of-range index found inside a GPU kernel is raised by the next synchronization or op on
+// the device, names the op, the index, its position and the dimension's size, and is raised once;
+// a later fault is raised again (the record is claimed afresh for each one).
+TEST(GpuIndexFaults, OutOfRangeIndexIsRaisedByTheNextCall) {
+  REDLINE_REQUIRE_GPU();
+  const Tensor x = test::uniform({4, 3}, 21).to(kGpu);
+  const Tensor bad = Tensor::from_host<int64_t>({0, 1, 2, 3, 7, 0}, {2, 3}).to(kGpu);
+  const Tensor good = Tensor::from_host<int64_t>({0, 1, 2, 3, 3, 0}, {2, 3}).to(kGpu);
+  const Tensor y = ops::gather(x, 0, bad);
+  EXPECT_ERROR_WITH(Stream::current(kGpu).synchronize(),
+                    "gather: index 7 at position 4 of the index tensor is out of range for a "
+                    "dimension of size 4");
+  EXPECT_EQ(y.to(Device::cpu()).to_vector<float>()[4], 0.0f);  // defined, not stale memory
+  EXPECT_NO_THROW(ops::gather(x, 0, good).to(Device::cpu()));
+  // Raised by the next op when nothing synchronizes in between.
+  ops::index_select(x, 0, Tensor::from_host<int64_t>({2, -1}, {2}).to(kGpu));
+  Event done(kGpu);  // waits for the kernel without the stream's check
+  done.record();
+  done.synchronize();
+  EXPECT_ERROR_WITH(ops::add(x, x), "index_select: index -1 at position 1");
+  const Tensor src = test::uniform({2, 3}, 22).to(kGpu);
+  ops::scatter_add(x, 0, bad, src);
+  EXPECT_ERROR_WITH(Stream::current(kGpu).synchronize(), "scatter_add: index 7 at position 4");
+  ops::index_add(x, 0, Tensor::from_host<int64_t>({9, 1}, {2}).to(kGpu), src);
+  EXPECT_ERROR_WITH(Stream::current(kGpu).synchronize(), "index_add: index 9 at position 0");
+  EXPECT_NO_THROW(Stream::current(kGpu).synchronize());
+}
+
 TEST(GpuParity, Gradients) {
   REDLINE_REQUIRE_GPU();
   const Tensor a = test::uniform({16, 24}, 1), b = test::uniform({24}, 2, 0.5, 1.5);

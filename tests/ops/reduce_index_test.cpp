@@ -88,7 +88,8 @@ TEST(Index, GatherScatterIndexSelect) {
                                   Tensor::ones({2, 2}, DType::f32))),
             (std::vector<float>{0, 0, 2, 2}));
   EXPECT_ERROR_WITH(ops::gather(q, 1, Tensor::from_host<int64_t>({3, 0}, {2, 1})),
-                    "index 3 is out of range");
+                    "gather: index 3 at position 0 of the index tensor is out of range for a "
+                    "dimension of size 3");
   EXPECT_ERROR_WITH(ops::gather(q, 1, Tensor::from_host<int32_t>({1, 0}, {2, 1})), "must be i64");
   EXPECT_ERROR_WITH(ops::gather(q, 1, Tensor::from_host<int64_t>({1}, {1, 1})),
                     "on every dimension but 1");

@@ -92,6 +92,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+// Deterministic algorithm choice where a GPU library offers a faster non-deterministic one (today
+// cuDNN's convolutions, whose fastest backward algorithms accumulate with atomics). Off by
+// default, as in PyTorch: the fastest algorithm of the search wins. On: only deterministic
+// algorithms, so repeated runs give the same bits. Per process; GPU scatter_add/index_add are
+// atomic and not covered.
+void set_deterministic(bool on);
+bool deterministic();
+
 // ---- indexing -----------------------------------------------------------------------------------
 
 // out[i][j] = x[index[i][j]][j] for dim 0 (and likewise for any dim); index is i64, same rank.

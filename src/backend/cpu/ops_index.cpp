@@ -9,9 +9,12 @@ namespace {
 
 using ops::DimSplit;
 
-void check_index(int64_t value, int64_t size, const char* op) {
+// The GPU kernels report the same facts (src/backend/gpu/ops_index.cu, raised later).
+void check_index(int64_t value, int64_t position, int64_t size, const char* op) {
   REDLINE_CHECK(value >= 0 && value < size,
-                "{}: index {} is out of range for a dimension of size {}", op, value, size);
+                "{}: index {} at position {} of the index tensor is out of range for a dimension "
+                "of size {}",
+                op, value, position, size);
 }
 
 template <typename T>
@@ -46,7 +49,7 @@ void gather(int elem_size, void* out, const void* x, const int64_t* index, const
       for (int64_t i = 0; i < s.inner; ++i) {
         const int64_t at = (a * k + j) * s.inner + i;
         const int64_t row = index[at];
-        check_index(row, s.size, "gather");
+        check_index(row, at, s.size, "gather");
         std::memcpy(o + at * elem_size, xs + ((a * s.size + row) * s.inner + i) * elem_size,
                     elem_size);
       }
@@ -61,7 +64,7 @@ void scatter_add(DType dtype, void* out, const void* src, const int64_t* index, 
       for (int64_t i = 0; i < s.inner; ++i) {
         const int64_t at = (a * k + j) * s.inner + i;
         const int64_t row = index[at];
-        check_index(row, s.size, "scatter_add");
+        check_index(row, at, s.size, "scatter_add");
         add_element(dtype, out, src, (a * s.size + row) * s.inner + i, at);
       }
     }
@@ -70,7 +73,7 @@ void scatter_add(DType dtype, void* out, const void* src, const int64_t* index, 
 
 void index_select(int elem_size, void* out, const void* x, const int64_t* index, const DimSplit& s,
                   int64_t k) {
-  for (int64_t j = 0; j < k; ++j) check_index(index[j], s.size, "index_select");
+  for (int64_t j = 0; j < k; ++j) check_index(index[j], j, s.size, "index_select");
   char* o = static_cast<char*>(out);
   const char* xs = static_cast<const char*>(x);
   const size_t row_bytes = static_cast<size_t>(s.inner) * elem_size;
@@ -83,7 +86,7 @@ void index_select(int elem_size, void* out, const void* x, const int64_t* index,
 
 void index_add(DType dtype, void* out, const void* src, const int64_t* index, const DimSplit& s,
                int64_t k) {
-  for (int64_t j = 0; j < k; ++j) check_index(index[j], s.size, "index_add");
+  for (int64_t j = 0; j < k; ++j) check_index(index[j], j, s.size, "index_add");
   for (int64_t a = 0; a < s.outer; ++a) {
     for (int64_t j = 0; j < k; ++j) {
       for (int64_t i = 0; i < s.inner; ++i) {

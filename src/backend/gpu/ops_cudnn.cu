@@ -4,9 +4,9 @@
 //
 // Algorithms are timed once per shape (cudnnFind*AlgorithmEx, like torch's cudnn.benchmark) and
 // cached per device; the search synchronizes, so while the stream is being captured a shape not
-// yet searched takes cuDNN's heuristic choice (cudnnGet*_v7) instead, uncached. Only
-// deterministic algorithms are taken when one exists (col2im is deterministic too), and f32 stays
-// f32 (CUDNN_FMA_MATH) unless ops::set_allow_tf32(true). Workspace comes from the caching
+// yet searched takes cuDNN's heuristic choice (cudnnGet*_v7) instead, uncached. The fastest
+// algorithm wins unless ops::set_deterministic(true) asks for deterministic ones only, and f32
+// stays f32 (CUDNN_FMA_MATH) unless ops::set_allow_tf32(true). Workspace comes from the caching
 // allocator, so a captured graph keeps its blocks in its private pool.
 #include "backend/gpu/ops_kernels.h"
 #include "backend/gpu/ops_launch.h"
@@ -51,9 +51,9 @@ struct Choice {
   size_t workspace = 0;
 };
 
-// pass, geometry, tf32 allowed, common pointer alignment.
+// pass, geometry, tf32 allowed, deterministic only, common pointer alignment.
 using ChoiceKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                             int, int, int, int, int, int, bool, uint32_t>;
+                             int, int, int, int, int, int, bool, bool, uint32_t>;
 
 struct DeviceContext {
   cudnnHandle_t handle = nullptr;
@@ -79,7 +79,7 @@ uint32_t common_alignment(const void* a, const void* b, const void* c) {
   return alignment;
 }
 
-ChoiceKey choice_key(Pass pass, const ConvGeometry& g, bool allow_tf32, uint32_t alignment) {
+ChoiceKey choice_key(Pass pass, const ConvGeometry& g, CudnnPolicy policy, uint32_t alignment) {
   return {static_cast<int>(pass),
           g.n,
           g.c,
@@ -94,7 +94,8 @@ ChoiceKey choice_key(Pass pass, const ConvGeometry& g, bool allow_tf32, uint32_t
           g.pad_w,
           g.dilation_h,
           g.dilation_w,
-          allow_tf32,
+          policy.allow_tf32,
+          policy.deterministic,
           alignment};
 }
 
@@ -178,22 +179,20 @@ class Workspace {
 };
 
 // The fastest usable result of a search (sorted fastest first) or a heuristic (sorted by expected
-// speed): succeeded, within the workspace limit, no TF32 unless allowed, deterministic if any is.
+// speed): succeeded, within the workspace limit, no TF32 unless allowed, deterministic if asked.
 template <typename Perf>
-bool pick(const Perf* perfs, int count, bool allow_tf32, Choice* choice) {
-  for (const bool need_deterministic : {true, false}) {
-    for (int i = 0; i < count; ++i) {
-      const Perf& p = perfs[i];
-      if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kMaxWorkspaceBytes) continue;
-      const bool tensor_op =
-          p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-      if (!allow_tf32 && tensor_op) continue;
-      if (need_deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
-      // Without TF32 the algorithm runs under FMA_MATH, the mode it was searched under.
-      *choice =
-          Choice{static_cast<int>(p.algo), allow_tf32 ? p.mathType : CUDNN_FMA_MATH, p.memory};
-      return true;
-    }
+bool pick(const Perf* perfs, int count, CudnnPolicy policy, Choice* choice) {
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = perfs[i];
+    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kMaxWorkspaceBytes) continue;
+    const bool tensor_op =
+        p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (!policy.allow_tf32 && tensor_op) continue;
+    if (policy.deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
+    // Without TF32 the algorithm runs under FMA_MATH, the mode it was searched under.
+    *choice =
+        Choice{static_cast<int>(p.algo), policy.allow_tf32 ? p.mathType : CUDNN_FMA_MATH, p.memory};
+    return true;
   }
   return false;
 }
@@ -213,8 +212,8 @@ const char* pass_name(Pass pass) {
 // Searches (or, under capture, asks the heuristic) for pass on these buffers. The search runs the
 // convolution and overwrites the output buffer, which the caller then writes again.
 Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
-              const ConvGeometry& g, bool allow_tf32, const void* x, const void* w, const void* y,
-              cudaStream_t stream, bool under_capture) {
+              const ConvGeometry& g, CudnnPolicy policy, const void* x, const void* w,
+              const void* y, cudaStream_t stream, bool under_capture) {
   Choice choice;
   bool found = false;
   if (pass == Pass::forward) {
@@ -229,7 +228,7 @@ Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
           ctx.handle, d.x, x, d.w, w, d.conv, d.y, const_cast<void*>(y),
           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
     }
-    found = pick(perfs, count, allow_tf32, &choice);
+    found = pick(perfs, count, policy, &choice);
   } else if (pass == Pass::backward_data) {
     cudnnConvolutionBwdDataAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int count = 0;
@@ -242,7 +241,7 @@ Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
           ctx.handle, d.w, w, d.y, y, d.conv, d.x, const_cast<void*>(x),
           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
     }
-    found = pick(perfs, count, allow_tf32, &choice);
+    found = pick(perfs, count, policy, &choice);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int count = 0;
@@ -256,13 +255,15 @@ Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
           ctx.handle, d.x, x, d.y, y, d.conv, d.w, const_cast<void*>(w),
           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
     }
-    found = pick(perfs, count, allow_tf32, &choice);
+    found = pick(perfs, count, policy, &choice);
   }
-  REDLINE_CHECK(found,
-                "conv2d through cuDNN: no {} algorithm fits input ({}, {}, {}, {}), weight ({}, "
-                "{}, {}, {}) within {} MiB of workspace{}",
-                pass_name(pass), g.n, g.c, g.h, g.w, g.o, g.c, g.kh, g.kw, kMaxWorkspaceBytes >> 20,
-                allow_tf32 ? "" : " without TF32");
+  REDLINE_CHECK(
+      found,
+      "conv2d through cuDNN: no {} algorithm fits input ({}, {}, {}, {}), weight ({}, "
+      "{}, {}, {}) within {} MiB of workspace{}{}",
+      pass_name(pass), g.n, g.c, g.h, g.w, g.o, g.c, g.kh, g.kw, kMaxWorkspaceBytes >> 20,
+      policy.allow_tf32 ? "" : " without TF32",
+      policy.deterministic ? " among the deterministic ones (ops::set_deterministic)" : "");
   return choice;
 }
 
@@ -277,21 +278,21 @@ DeviceContext& context(int device, cudaStream_t stream) {
 // Runs one pass: x, w, y are the three buffers (the pass writes one of them); bias (O,) or null
 // is added to y after the forward pass.
 void run(Pass pass, const float* x, const float* w, const float* y, const float* bias,
-         const ConvGeometry& g, bool allow_tf32, StreamHandle stream_handle) {
+         const ConvGeometry& g, CudnnPolicy policy, StreamHandle stream_handle) {
   const cudaStream_t stream = as_stream(stream_handle);
   int device = 0;
   GPU_CHECK(cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(g_mutex);
   DeviceContext& ctx = context(device, stream);
-  const Descriptors d(g, allow_tf32);
-  const ChoiceKey key = choice_key(pass, g, allow_tf32, common_alignment(x, w, y));
+  const Descriptors d(g, policy.allow_tf32);
+  const ChoiceKey key = choice_key(pass, g, policy, common_alignment(x, w, y));
   auto it = ctx.choices.find(key);
   Choice choice;
   if (it != ctx.choices.end()) {
     choice = it->second;
   } else {
     const bool under_capture = capturing(stream);
-    choice = choose(ctx, device, pass, d, g, allow_tf32, x, w, y, stream, under_capture);
+    choice = choose(ctx, device, pass, d, g, policy, x, w, y, stream, under_capture);
     if (!under_capture) ctx.choices[key] = choice;  // a heuristic pick is not the search's
   }
   CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, choice.math));
@@ -341,18 +342,18 @@ bool cudnn_conv2d_usable(const ConvGeometry& g, StreamHandle stream) {
 }
 
 void cudnn_conv2d(const float* x, const float* w, const float* bias, float* y,
-                  const ConvGeometry& g, bool allow_tf32, StreamHandle stream) {
-  run(Pass::forward, x, w, y, bias, g, allow_tf32, stream);
+                  const ConvGeometry& g, CudnnPolicy policy, StreamHandle stream) {
+  run(Pass::forward, x, w, y, bias, g, policy, stream);
 }
 
 void cudnn_conv2d_backward_data(const float* w, const float* dy, float* dx, const ConvGeometry& g,
-                                bool allow_tf32, StreamHandle stream) {
-  run(Pass::backward_data, dx, w, dy, nullptr, g, allow_tf32, stream);
+                                CudnnPolicy policy, StreamHandle stream) {
+  run(Pass::backward_data, dx, w, dy, nullptr, g, policy, stream);
 }
 
 void cudnn_conv2d_backward_filter(const float* x, const float* dy, float* dw, const ConvGeometry& g,
-                                  bool allow_tf32, StreamHandle stream) {
-  run(Pass::backward_filter, x, dw, dy, nullptr, g, allow_tf32, stream);
+                                  CudnnPolicy policy, StreamHandle stream) {
+  run(Pass::backward_filter, x, dw, dy, nullptr, g, policy, stream);
 }
 
 }  // namespace redline::gpu

@@ -46,13 +46,21 @@ void col2im(const float* col, float* x, const ops::ConvGeometry& g, StreamHandle
 // The algorithm of each shape is searched once (heuristics while the stream is captured).
 // usable: false where cuDNN cannot take the call (an empty tensor, one over INT_MAX elements, or
 // the device's first use while a graph is captured); the caller then runs im2col + GEMM.
+// policy: TF32 tensor cores allowed (ops::allow_tf32()), and deterministic algorithms only
+// (ops::deterministic()); otherwise the fastest algorithm of the search wins, as in PyTorch.
+struct CudnnPolicy {
+  bool allow_tf32 = false;
+  bool deterministic = false;
+};
 bool cudnn_conv2d_usable(const ops::ConvGeometry& g, StreamHandle stream);
 void cudnn_conv2d(const float* x, const float* w, const float* bias, float* y,
-                  const ops::ConvGeometry& g, bool allow_tf32, StreamHandle stream);
+                  const ops::ConvGeometry& g, CudnnPolicy policy, StreamHandle stream);
 void cudnn_conv2d_backward_data(const float* w, const float* dy, float* dx,
-                                const ops::ConvGeometry& g, bool allow_tf32, StreamHandle stream);
+                                const ops::ConvGeometry& g, CudnnPolicy policy,
+                                StreamHandle stream);
 void cudnn_conv2d_backward_filter(const float* x, const float* dy, float* dw,
-                                  const ops::ConvGeometry& g, bool allow_tf32, StreamHandle stream);
+                                  const ops::ConvGeometry& g, CudnnPolicy policy,
+                                  StreamHandle stream);
 #endif
 void max_pool2d(const float* x, float* y, int64_t* indices, const ops::ConvGeometry& g,
                 StreamHandle stream);

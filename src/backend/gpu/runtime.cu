@@ -1,4 +1,7 @@
 // The GPU runtime behind src/backend/gpu_api.h, for CUDA and (through vendor/hip.h) HIP.
+#include <atomic>
+#include <mutex>
+#include <new>
 #include <string>
 
 #include "backend/gpu_api.h"
@@ -39,7 +42,58 @@ const DeviceCountResult& probe_count() {
   return result;
 }
 
+constexpr int kMaxFaultDevices = 64;
+std::mutex g_fault_mutex;
+std::atomic<KernelFault*> g_fault_records[kMaxFaultDevices];
+
+const char* fault_op_name(int32_t op) {
+  switch (static_cast<KernelFaultOp>(op)) {
+    case KernelFaultOp::gather:
+      return "gather";
+    case KernelFaultOp::index_select:
+      return "index_select";
+    case KernelFaultOp::scatter_add:
+      return "scatter_add";
+    case KernelFaultOp::index_add:
+      return "index_add";
+    case KernelFaultOp::none:
+      break;
+  }
+  return "a GPU op";
+}
+
 }  // namespace
+
+KernelFault* kernel_fault_record(int device) {
+  REDLINE_CHECK(device >= 0 && device < kMaxFaultDevices,
+                "kernel fault records cover devices 0 to {}; got device {}", kMaxFaultDevices - 1,
+                device);
+  KernelFault* record = g_fault_records[device].load(std::memory_order_acquire);
+  if (record != nullptr) return record;
+  std::lock_guard<std::mutex> lock(g_fault_mutex);
+  record = g_fault_records[device].load(std::memory_order_acquire);
+  if (record == nullptr) {
+    record = new (host_alloc_pinned(sizeof(KernelFault))) KernelFault{};
+    g_fault_records[device].store(record, std::memory_order_release);
+  }
+  return record;
+}
+
+void check_kernel_faults(int device) {
+  if (device < 0 || device >= kMaxFaultDevices) return;
+  KernelFault* record = g_fault_records[device].load(std::memory_order_acquire);
+  if (record == nullptr) return;  // no kernel that reports faults has run on this device
+  volatile KernelFault* f = record;
+  const int32_t op = f->op;
+  if (op == static_cast<int32_t>(KernelFaultOp::none)) return;
+  const int64_t value = f->value, position = f->position, limit = f->limit;
+  f->generation = f->generation + 1;  // the next fault may claim the record
+  f->op = static_cast<int32_t>(KernelFaultOp::none);
+  REDLINE_FAIL(
+      "{}: index {} at position {} of the index tensor is out of range for a dimension of size "
+      "{} (found on gpu:{} by the kernel of an earlier call, whose result is not valid)",
+      fault_op_name(op), value, position, limit, device);
+}
 
 int device_count() { return probe_count().count; }
 std::string unavailable_reason() { return probe_count().reason; }
