@@ -300,7 +300,7 @@ void Tensor::copy_from(const Tensor& src) {
   }
   const size_t bytes = static_cast<size_t>(n) * elem;
   if (device_.is_cpu() && src.device_.is_cpu()) {
-    std::memmove(raw_data(), src.raw_data(), bytes);
+    cpu::copy_bytes(raw_data(), src.raw_data(), bytes);
     return;
   }
   // GPU involved: order the copy after the work of both sides, then wait when the host reads.

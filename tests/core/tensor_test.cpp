@@ -129,6 +129,29 @@ TEST(Tensor, CopyFromStridedAndClone) {
   EXPECT_THROW(b.copy_from(Tensor::zeros({3, 2}, DType::i32)), Error);
 }
 
+// Large copies take the chunked paths (several odometer chunks, parallel memcpy), including a
+// chunk boundary inside a row and an overlapping copy within one storage.
+TEST(Tensor, LargeStridedAndContiguousCopies) {
+  const int64_t a = 37, b = 1000, c = 3;  // 111000 elements: 7 chunks of 2^14
+  const Tensor x = Tensor::arange(0, a * b * c, 1, DType::i64).view({a, b, c});
+  const Tensor y = x.permute({2, 0, 1}).contiguous();  // (c, a, b)
+  const std::vector<int64_t> got = y.to_vector<int64_t>();
+  int64_t bad = 0;
+  for (int64_t k = 0; k < c; ++k) {
+    for (int64_t i = 0; i < a; ++i) {
+      for (int64_t j = 0; j < b; ++j) bad += got[(k * a + i) * b + j] != (i * b + j) * c + k;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  const Tensor big = Tensor::arange(0, 1 << 20, 1, DType::i64);  // 8 MiB: parallel memcpy
+  EXPECT_EQ(big.clone().to_vector<int64_t>(), big.to_vector<int64_t>());
+  Tensor shifted = Tensor::arange(0, 1 << 20, 1, DType::i64);  // overlapping: memmove
+  shifted.slice(0, 0, (1 << 20) - 1).copy_from(shifted.slice(0, 1, 1 << 20).clone());
+  Tensor overlap = Tensor::arange(0, 1 << 20, 1, DType::i64);
+  overlap.slice(0, 0, (1 << 20) - 1).copy_from(overlap.slice(0, 1, 1 << 20));
+  EXPECT_EQ(overlap.to_vector<int64_t>(), shifted.to_vector<int64_t>());
+}
+
 TEST(Tensor, PrintingIsReadable) {
   const Tensor x = Tensor::arange(0, 6, 1, DType::i64).view({2, 3});
   const std::string s = x.str();
