@@ -1,5 +1,8 @@
-// Host/device qualifiers for code compiled by g++, nvcc and hipcc alike.
+// Host/device qualifiers for code compiled by g++, nvcc and hipcc alike, and the one arithmetic
+// helper such code shares.
 #pragma once
+
+#include <cmath>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define REDLINE_HD __host__ __device__
@@ -15,3 +18,17 @@
 #else
 #define REDLINE_DEVICE_PASS 0
 #endif
+
+namespace redline {
+
+// a * b + c rounded once (IEEE fused multiply-add): the same bits on the CPU and every GPU. The
+// build's no-contraction flags forbid only implicit fusion, so an explicit one stays exact.
+REDLINE_HD inline double fma_d(double a, double b, double c) {
+#if REDLINE_DEVICE_PASS
+  return fma(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+}  // namespace redline

@@ -11,14 +11,6 @@
 
 namespace redline::rl {
 
-REDLINE_HD inline double fma_d(double a, double b, double c) {
-#if REDLINE_DEVICE_PASS
-  return __fma_rn(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
-
 // sin(x) and cos(x) for |x| < 1e5, within about 1 ulp: Cody-Waite reduction by pi/2 into
 // [-pi/4, pi/4] and Taylor polynomials to degree 17 (truncation error below 1e-19 there).
 REDLINE_HD inline void portable_sincos(double x, double* sin_out, double* cos_out) {

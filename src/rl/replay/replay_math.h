@@ -5,7 +5,6 @@
 // n-step windows and frame-stack sources.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "redline/core/hd.h"
@@ -145,16 +144,6 @@ REDLINE_HD inline uint64_t double_to_bits(double d) {
   return pun.u;
 }
 
-// a * b + c rounded once (IEEE fused multiply-add: the same bits on every device; the build's
-// no-contraction flags do not apply to an explicit fma).
-REDLINE_HD inline double fused_mul_add(double a, double b, double c) {
-#if REDLINE_DEVICE_PASS
-  return fma(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
-
 // Natural logarithm of a finite x > 0 (relative error about 1e-16).
 REDLINE_HD inline double portable_log(double x) {
   uint64_t bits = double_to_bits(x);
@@ -174,17 +163,17 @@ REDLINE_HD inline double portable_log(double x) {
   const double s2 = s * s;
   // log(m) = 2 atanh(s) = 2 (s + s^3/3 + ... + s^23/23)
   double poly = 1.0 / 23.0;
-  poly = fused_mul_add(poly, s2, 1.0 / 21.0);
-  poly = fused_mul_add(poly, s2, 1.0 / 19.0);
-  poly = fused_mul_add(poly, s2, 1.0 / 17.0);
-  poly = fused_mul_add(poly, s2, 1.0 / 15.0);
-  poly = fused_mul_add(poly, s2, 1.0 / 13.0);
-  poly = fused_mul_add(poly, s2, 1.0 / 11.0);
-  poly = fused_mul_add(poly, s2, 1.0 / 9.0);
-  poly = fused_mul_add(poly, s2, 1.0 / 7.0);
-  poly = fused_mul_add(poly, s2, 1.0 / 5.0);
-  poly = fused_mul_add(poly, s2, 1.0 / 3.0);
-  poly = fused_mul_add(poly, s2, 1.0);
+  poly = fma_d(poly, s2, 1.0 / 21.0);
+  poly = fma_d(poly, s2, 1.0 / 19.0);
+  poly = fma_d(poly, s2, 1.0 / 17.0);
+  poly = fma_d(poly, s2, 1.0 / 15.0);
+  poly = fma_d(poly, s2, 1.0 / 13.0);
+  poly = fma_d(poly, s2, 1.0 / 11.0);
+  poly = fma_d(poly, s2, 1.0 / 9.0);
+  poly = fma_d(poly, s2, 1.0 / 7.0);
+  poly = fma_d(poly, s2, 1.0 / 5.0);
+  poly = fma_d(poly, s2, 1.0 / 3.0);
+  poly = fma_d(poly, s2, 1.0);
   const double log_m = (2.0 * s) * poly;
   const double de = static_cast<double>(e);
   return de * kLn2Hi + (de * kLn2Lo + log_m);
@@ -199,19 +188,19 @@ REDLINE_HD inline double portable_exp(double y) {
   const double dk = static_cast<double>(k);
   const double r = (y - dk * kLn2Hi) - dk * kLn2Lo;  // |r| <= 0.35
   double p = 1.0 / 6227020800.0;                     // 1/13!
-  p = fused_mul_add(p, r, 1.0 / 479001600.0);
-  p = fused_mul_add(p, r, 1.0 / 39916800.0);
-  p = fused_mul_add(p, r, 1.0 / 3628800.0);
-  p = fused_mul_add(p, r, 1.0 / 362880.0);
-  p = fused_mul_add(p, r, 1.0 / 40320.0);
-  p = fused_mul_add(p, r, 1.0 / 5040.0);
-  p = fused_mul_add(p, r, 1.0 / 720.0);
-  p = fused_mul_add(p, r, 1.0 / 120.0);
-  p = fused_mul_add(p, r, 1.0 / 24.0);
-  p = fused_mul_add(p, r, 1.0 / 6.0);
-  p = fused_mul_add(p, r, 0.5);
-  p = fused_mul_add(p, r, 1.0);
-  p = fused_mul_add(p, r, 1.0);
+  p = fma_d(p, r, 1.0 / 479001600.0);
+  p = fma_d(p, r, 1.0 / 39916800.0);
+  p = fma_d(p, r, 1.0 / 3628800.0);
+  p = fma_d(p, r, 1.0 / 362880.0);
+  p = fma_d(p, r, 1.0 / 40320.0);
+  p = fma_d(p, r, 1.0 / 5040.0);
+  p = fma_d(p, r, 1.0 / 720.0);
+  p = fma_d(p, r, 1.0 / 120.0);
+  p = fma_d(p, r, 1.0 / 24.0);
+  p = fma_d(p, r, 1.0 / 6.0);
+  p = fma_d(p, r, 0.5);
+  p = fma_d(p, r, 1.0);
+  p = fma_d(p, r, 1.0);
   // p * 2^k in at most two exact power-of-two steps.
   int64_t k1 = k;
   if (k1 > 1023) {
