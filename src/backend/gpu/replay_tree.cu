@@ -22,8 +22,8 @@
 namespace redline::rl::replay::gpu {
 namespace {
 
-constexpr int64_t kStagedIndices =
-    512;  // indices and new leaf values update keeps in shared memory
+// Update keeps the indices and new leaf values of batches up to this size in shared memory.
+constexpr int64_t kStagedIndices = 512;
 // The top of the tree (the root's levels down to the last that fits) is copied into shared memory
 // at the start of sample and update with one parallel load, so the walk through those levels costs
 // no dependent global reads: each sample block keeps up to 512 sum nodes (4 KiB: 3 levels at 1e7
@@ -214,8 +214,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   __shared__ int warp_bad_index[kMaxWarps];  // first bad position seen by each warp, or INT_MAX
   __shared__ int warp_bad_priority[kMaxWarps];
   __shared__ unsigned int warp_max_bits[kMaxWarps];  // positive floats order like their bits
-  __shared__ double top_sum[kUpdateCachedNodes];
-  __shared__ double top_min[kUpdateCachedNodes];
+  alignas(16) __shared__ double top_sum[kUpdateCachedNodes];  // read as double2
+  alignas(16) __shared__ double top_min[kUpdateCachedNodes];
   __shared__ int64_t staged_index[kStagedIndices];
   __shared__ double staged_leaf[kStagedIndices];
   // Never the leaf level: leaves are written to global memory only, before the recomputation.
