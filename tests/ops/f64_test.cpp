@@ -48,34 +48,6 @@ std::vector<double> reference_matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-// Direct convolution in double, the definition. x: (N, C, H, W); w: (O, C, KH, KW); b: (O,).
-std::vector<double> reference_conv(const Tensor& x, const Tensor& w, const Tensor& b,
-                                   const ops::Conv2dOptions& o, Shape* shape) {
-  const int64_t n = x.shape(0), c = x.shape(1), h = x.shape(2), wd = x.shape(3);
-  const int64_t oc = w.shape(0), kh = w.shape(2), kw = w.shape(3);
-  const int64_t oh = (h + 2 * o.pad_h - o.dilation_h * (kh - 1) - 1) / o.stride_h + 1;
-  const int64_t ow = (wd + 2 * o.pad_w - o.dilation_w * (kw - 1) - 1) / o.stride_w + 1;
-  *shape = {n, oc, oh, ow};
-  std::vector<double> out;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t f = 0; f < oc; ++f)
-      for (int64_t y = 0; y < oh; ++y)
-        for (int64_t z = 0; z < ow; ++z) {
-          double acc = b.at({f});
-          for (int64_t ch = 0; ch < c; ++ch)
-            for (int64_t p = 0; p < kh; ++p)
-              for (int64_t q = 0; q < kw; ++q) {
-                const int64_t iy = y * o.stride_h - o.pad_h + p * o.dilation_h;
-                const int64_t ix = z * o.stride_w - o.pad_w + q * o.dilation_w;
-                if (iy >= 0 && iy < h && ix >= 0 && ix < wd) {
-                  acc += x.at({i, ch, iy, ix}) * w.at({f, ch, p, q});
-                }
-              }
-          out.push_back(acc);
-        }
-  return out;
-}
-
 TEST(F64, CastsRoundTrip) {
   const std::vector<double> v = {0.1, -2.7, 2.7, 1e-12, 3.0, -1e30};
   const Tensor x = Tensor::from_host<double>(v, {6});
@@ -179,7 +151,7 @@ TEST(F64, Conv2dAndPoolingMatchADoubleReference) {
   for (const ops::Conv2dOptions o : {ops::Conv2dOptions{}, ops::Conv2dOptions{2, 1, 1, 0, 1, 1},
                                      ops::Conv2dOptions{1, 2, 2, 1, 2, 1}}) {
     Shape shape;
-    const std::vector<double> want = reference_conv(x, w, b, o, &shape);
+    const std::vector<double> want = test::reference_conv(x, w, b, o, &shape);
     const Tensor y = ops::conv2d(x, w, b, o);
     EXPECT_EQ(y.dtype(), DType::f64);
     EXPECT_EQ(y.shape(), shape);
