@@ -50,6 +50,10 @@ if want test; then
     skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z].*(' "$LOGS/$(basename "$t")_gpu.log")
     log "  $(basename "$t") GPU tests: $((ran - failed)) passed, $failed failed, $skipped skipped"
   done
+  # safetensors files exchanged with PyTorch's package, both ways (needs torch and safetensors).
+  python3 tests/io/safetensors_peer.py --test-binary "$build/tests/test_io" \
+    >"$LOGS/safetensors_peer.log" 2>&1
+  log "  safetensors exchange with PyTorch: exit $? ($(tail -1 "$LOGS/safetensors_peer.log"))"
 fi
 
 if want doctor; then
