@@ -28,7 +28,8 @@ MatrixView matrix_view(const Tensor& t) {
   return {};
 }
 
-// The GPU GEMM takes bf16/f16 as they are; the CPU GEMM takes f32 and f64, so they go through f32.
+// The GPU GEMM takes bf16/f16 as they are; the CPU GEMM takes f32 and f64, so bf16/f16 go
+// through f32 there.
 Tensor gemm_input(const Tensor& t) { return t.device().is_cpu() ? detail::to_compute(t) : t; }
 
 }  // namespace
