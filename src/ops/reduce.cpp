@@ -57,13 +57,32 @@ Tensor sum(const Tensor& x) {
   return reduce_dim(ReduceOp::sum, x.reshape({x.numel()}), 0).reshape({});
 }
 
+// Runs of adjacent reduced dimensions become one dimension of a contiguous view, and the runs are
+// reduced from the last to the first, so the first pass reads contiguous rows and later passes
+// read what is left: (N, C, H, W) over {0, 2, 3} is one pass over (N*C, H*W) rows, then one over N.
 Tensor sum(const Tensor& x, const std::vector<int>& dims, bool keepdim) {
   check_reducible("sum", x);
   const std::vector<int> ds = normalize_dims(dims, x.shape(), "sum");
-  Tensor out = x;
-  for (int d : ds) out = reduce_dim(ReduceOp::sum, out, d);
-  if (ds.empty()) out = x.clone();
-  return keepdim ? out : out.reshape(drop_dims(x.shape(), ds));
+  Shape kept_shape = x.shape();
+  for (int d : ds) kept_shape[d] = 1;
+  if (ds.empty()) return x.clone();
+  Shape merged;
+  std::vector<int> runs;  // the merged dimensions to reduce
+  for (int d = 0; d < x.dim(); ++d) {
+    const bool reduced = std::binary_search(ds.begin(), ds.end(), d);
+    const bool extends = reduced && d > 0 && std::binary_search(ds.begin(), ds.end(), d - 1);
+    if (extends) {
+      merged.back() *= x.shape(d);
+    } else {
+      if (reduced) runs.push_back(static_cast<int>(merged.size()));
+      merged.push_back(x.shape(d));
+    }
+  }
+  Tensor out = x.contiguous().reshape(merged);
+  for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+    out = reduce_dim(ReduceOp::sum, out, *run);
+  }
+  return out.reshape(keepdim ? kept_shape : drop_dims(x.shape(), ds));
 }
 
 Tensor mean(const Tensor& x) {

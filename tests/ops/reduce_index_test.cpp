@@ -39,6 +39,37 @@ TEST(Reduce, SumMeanMaxArgmax) {
   EXPECT_ERROR_WITH(ops::mean(ints), "floating");
 }
 
+// Sums over several dimensions, adjacent or not, of contiguous and permuted inputs, against a
+// direct sum (the front-end merges adjacent dimensions and reduces the last run first).
+TEST(Reduce, SumOverSeveralDimsMatchesADirectSum) {
+  const Tensor base = uniform({3, 4, 5, 6}, 31);
+  for (const Tensor& x : {base, base.permute({2, 0, 3, 1})}) {
+    const std::vector<float> v = values(x);  // row-major in x's own shape
+    const Shape sh = x.shape();
+    for (const std::vector<int>& dims :
+         {std::vector<int>{0, 2, 3}, {1, 2}, {0, 3}, {0, 1, 2, 3}, {3}, {-1, 0}}) {
+      const Tensor got = ops::sum(x, dims, true);
+      Shape kept = sh;
+      for (int d : dims) kept[(d + 4) % 4] = 1;
+      ASSERT_EQ(got.shape(), kept);
+      std::vector<double> want(static_cast<size_t>(shape_numel(kept)), 0.0);
+      for (int64_t a = 0; a < sh[0]; ++a)
+        for (int64_t b = 0; b < sh[1]; ++b)
+          for (int64_t c = 0; c < sh[2]; ++c)
+            for (int64_t d = 0; d < sh[3]; ++d) {
+              const int64_t at = ((a * sh[1] + b) * sh[2] + c) * sh[3] + d;
+              const int64_t i[4] = {a, b, c, d};
+              int64_t out = 0;
+              for (int k = 0; k < 4; ++k) out = out * kept[k] + (kept[k] == 1 ? 0 : i[k]);
+              want[out] += v[at];
+            }
+      const std::vector<float> g = values(got);
+      for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(g[k], want[k], 1e-5);
+      EXPECT_EQ(ops::sum(x, dims).numel(), got.numel());
+    }
+  }
+}
+
 TEST(Reduce, Gradients) {
   const std::vector<Tensor> in = {uniform({3, 4, 2}, 11)};
   EXPECT_GRADCHECK([](const Vars& v) { return sum(v[0]); }, in);
