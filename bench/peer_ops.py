@@ -2,7 +2,8 @@
 """PyTorch peer of bench_ops_gemm, bench_ops_conv and bench_ops_elementwise: the same shapes,
 the same method (3 warm-ups, median of 7 event-timed repeats), the same Markdown tables.
 
-    python3 bench/peer_ops.py [gemm] [conv] [elementwise]   (default: all three)
+    python3 bench/peer_ops.py [gemm] [conv] [elementwise] [convparts]
+    (default: the first three; convparts times each gradient alone and lists the kernels)
 
 GEMM: torch.matmul f32 (allow_tf32 off), tf32 (on) and bf16 at M x K x N = 4096^3,
 128x3136x512 and 32x1024x128. Conv: the Nature-CNN layers at batch 128, forward and backward
@@ -70,6 +71,33 @@ def conv():
         print(f"| torch cuda | {name} | {tuple(y.shape)} | {fwd:.4f} | {total - fwd:.4f} | {total:.4f} |")
 
 
+def conv_parts():
+    """Each gradient of the backward alone (forward time subtracted), and the CUDA kernels of one
+    full backward from torch.profiler, to compare with bench_ops_conv --parts and
+    REDLINE_CUDNN_LOG=1."""
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    print("| device | layer | dx ms | dw ms | dbias ms |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    layers = [("conv1 8x8 s4", 4, 84, 32, 8, 4), ("conv2 4x4 s2", 32, 20, 64, 4, 2),
+              ("conv3 3x3 s1", 64, 9, 64, 3, 1)]
+    for name, c, h, o, k, s in layers:
+        x = torch.rand(128, c, h, h, device=DEV, requires_grad=True)
+        layer = torch.nn.Conv2d(c, o, k, stride=s).to(DEV)
+        dy = torch.rand_like(layer(x))
+        fwd = median_ms(lambda: layer(x), 20)
+        parts = []
+        for wrt in (x, layer.weight, layer.bias):
+            parts.append(median_ms(lambda: torch.autograd.grad(layer(x), [wrt], dy), 20) - fwd)
+        print(f"| torch cuda | {name} | {parts[0]:.4f} | {parts[1]:.4f} | {parts[2]:.4f} |")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(10):
+                torch.autograd.grad(layer(x), [x, layer.weight, layer.bias], dy)
+            torch.cuda.synchronize()
+        print(f"kernels of 10 forward+backward runs of {name}:")
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=90))
+
+
 def elementwise():
     n = 1 << 28
     print("| device | op | elements | ms | GB/s | % of copy |\n| --- | --- | ---: | ---: | ---: | ---: |")
@@ -92,4 +120,4 @@ if __name__ == "__main__":
     suites = sys.argv[1:] or ["gemm", "conv", "elementwise"]
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
     for suite in suites:
-        {"gemm": gemm, "conv": conv, "elementwise": elementwise}[suite]()
+        {"gemm": gemm, "conv": conv, "convparts": conv_parts, "elementwise": elementwise}[suite]()

@@ -29,7 +29,10 @@ program=$(find "$build" -name "$target" -type f -perm -u+x | head -1)
 common=(-k "regex:$kernels" -s "${SKIP:-2000}" -c "${COUNT:-20}")
 ncu "${common[@]}" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
   --section LaunchStats --section InstructionStats "$program" "$@" >"$OUT/profile_summary.txt" 2>&1
-ncu "${common[@]}" --set full --sampling-interval 0 --import-source yes --page source \
+# The sampling option's name differs between Nsight Compute versions.
+sampling=(--warp-sampling-interval 0)
+ncu --help 2>&1 | grep -q -- '--warp-sampling-interval' || sampling=(--sampling-interval 0)
+ncu "${common[@]}" --set full "${sampling[@]}" --import-source yes --page source \
   --print-source sass,cuda --csv "$program" "$@" >"$OUT/profile_source.csv" 2>&1
 python3 scripts/ncu_lines.py "$OUT/profile_source.csv" >"$OUT/profile_lines.txt"
 gzip -f "$OUT/profile_source.csv"

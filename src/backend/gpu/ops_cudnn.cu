@@ -17,8 +17,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <tuple>
 
 #include "redline/core/allocator.h"
@@ -180,6 +183,31 @@ class Workspace {
 
 // The fastest usable result of a search (sorted fastest first) or a heuristic (sorted by expected
 // speed): succeeded, within the workspace limit, no TF32 unless allowed, deterministic if asked.
+// REDLINE_CUDNN_LOG=1 in the environment: every search's ranked results go to stderr.
+bool log_searches() {
+  static const bool on = [] {
+    const char* value = std::getenv("REDLINE_CUDNN_LOG");
+    return value != nullptr && *value != '\0' && std::string_view(value) != "0";
+  }();
+  return on;
+}
+
+template <typename Perf>
+void log_search(const char* pass, const ConvGeometry& g, const Perf* perfs, int count) {
+  std::fprintf(stderr, "cuDNN search, %s, input (%lld, %lld, %lld, %lld), weight (%lld, %lld, %lld, %lld):\n",
+               pass, static_cast<long long>(g.n), static_cast<long long>(g.c),
+               static_cast<long long>(g.h), static_cast<long long>(g.w),
+               static_cast<long long>(g.o), static_cast<long long>(g.c),
+               static_cast<long long>(g.kh), static_cast<long long>(g.kw));
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = perfs[i];
+    std::fprintf(stderr, "  algo %d: status %d, %.4f ms, %zu bytes, %s, math %d\n",
+                 static_cast<int>(p.algo), static_cast<int>(p.status), static_cast<double>(p.time),
+                 p.memory, p.determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic",
+                 static_cast<int>(p.mathType));
+  }
+}
+
 template <typename Perf>
 bool pick(const Perf* perfs, int count, CudnnPolicy policy, Choice* choice) {
   for (int i = 0; i < count; ++i) {
@@ -228,6 +256,7 @@ Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
           ctx.handle, d.x, x, d.w, w, d.conv, d.y, const_cast<void*>(y),
           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
     }
+    if (log_searches()) log_search(pass_name(pass), g, perfs, count);
     found = pick(perfs, count, policy, &choice);
   } else if (pass == Pass::backward_data) {
     cudnnConvolutionBwdDataAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -241,6 +270,7 @@ Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
           ctx.handle, d.w, w, d.y, y, d.conv, d.x, const_cast<void*>(x),
           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
     }
+    if (log_searches()) log_search(pass_name(pass), g, perfs, count);
     found = pick(perfs, count, policy, &choice);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -255,7 +285,12 @@ Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
           ctx.handle, d.x, x, d.y, y, d.conv, d.w, const_cast<void*>(w),
           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
     }
+    if (log_searches()) log_search(pass_name(pass), g, perfs, count);
     found = pick(perfs, count, policy, &choice);
+  }
+  if (found && log_searches()) {
+    std::fprintf(stderr, "  picked algo %d (%s)\n", choice.algo,
+                 under_capture ? "heuristic, under capture" : "search");
   }
   REDLINE_CHECK(
       found,
