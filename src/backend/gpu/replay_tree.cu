@@ -9,7 +9,7 @@
 // Sample spreads its draws over blocks of kSampleThreads (one SM each); a group of 16 lanes serves
 // one draw, each lane holding one child of the current node (one 128-byte line per group), and
 // finds the child with four shuffle steps of tree_prefix_sums and two ballots: the CPU's
-// tree_choose_child, bit for bit. The last block to finish advances the Philox offset. Update
+// tree_choose_child, bit for bit. The last block to read the Philox offset advances it. Update
 // stays one block, because each tree level must be final before its parents are recomputed
 // (__syncthreads between levels); kUpdateLanes lanes serve an index, each adding a quarter of a
 // node's children, and two butterfly steps give the parent in tree_combine's pairwise order.
@@ -24,18 +24,18 @@ namespace {
 
 // Update keeps the indices and new leaf values of batches up to this size in shared memory.
 constexpr int64_t kStagedIndices = 512;
-// The top of the tree (the root's levels down to the last that fits) is copied into shared memory
-// at the start of sample and update with one parallel load, so the walk through those levels costs
-// no dependent global reads: each sample block keeps up to 512 sum nodes (4 KiB: 3 levels at 1e7
-// leaves), update up to 2048 nodes of each tree (32 KiB).
+// The top of the tree (the root's levels down to the last that fits) is copied into each sample
+// block's shared memory with one parallel load, so the walk through those levels costs no dependent
+// global reads: up to 512 sum nodes (4 KiB: 3 levels at 1e7 leaves). Update reads the tree from
+// global memory only: a shared copy measured 0.6 µs slower there.
 constexpr int kSampleCachedNodes = 512;
-constexpr int kUpdateCachedNodes = 2048;
 constexpr int kSampleThreads = 128;  // 8 samples of kFanout lanes per block
 constexpr int kUpdateLanes = 4;      // lanes per updated index: 4 of a node's 16 children each
 constexpr int kMaxThreads = 1024;
 
-// Levels 0 .. result-1 of the tree hold at most `most` nodes together.
-__device__ inline int cached_levels(const TreeLayout& t, int most) {
+// Levels 0 .. result-1 of the tree hold at most `most` nodes together (computed on the host: in the
+// kernel, the loop over the layout's arrays cost a sixth of sample's stall samples).
+int cached_levels(const TreeLayout& t, int most) {
   int levels = 0;
   while (levels < t.levels && t.offset[levels] + t.count[levels] <= most) ++levels;
   return levels;
@@ -96,15 +96,30 @@ int threads_for(int64_t work, int most) {
 // call it; inactive groups pass nullptr.
 __device__ inline void group_combine16(const double* sum_src, const double* min_src, int lane,
                                        double* sum_out, double* min_out) {
+  constexpr int kQuarters = kFanout / 4 / kUpdateLanes;  // quarters of the node per lane
   double s = 0.0, m = 0.0;
   if (sum_src != nullptr) {
-    const double2* s2 = reinterpret_cast<const double2*>(sum_src) + 2 * lane;
-    const double2* m2 = reinterpret_cast<const double2*>(min_src) + 2 * lane;
-    const double2 s_lo = s2[0], s_hi = s2[1], m_lo = m2[0], m_hi = m2[1];
-    const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
-    const double quarter_min[4] = {m_lo.x, m_lo.y, m_hi.x, m_hi.y};
-    s = tree_quarter_sum(quarter_sum);
-    m = tree_quarter_min(quarter_min);
+    double qs[kQuarters], qm[kQuarters];
+#pragma unroll
+    for (int q = 0; q < kQuarters; ++q) {
+      const double2* s2 = reinterpret_cast<const double2*>(sum_src) + 2 * (lane * kQuarters + q);
+      const double2* m2 = reinterpret_cast<const double2*>(min_src) + 2 * (lane * kQuarters + q);
+      const double2 s_lo = s2[0], s_hi = s2[1], m_lo = m2[0], m_hi = m2[1];
+      const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
+      const double quarter_min[4] = {m_lo.x, m_lo.y, m_hi.x, m_hi.y};
+      qs[q] = tree_quarter_sum(quarter_sum);
+      qm[q] = tree_quarter_min(quarter_min);
+    }
+#pragma unroll
+    for (int width = kQuarters; width > 1; width /= 2) {  // pairwise: tree_combine's order
+#pragma unroll
+      for (int k = 0; k < width / 2; ++k) {
+        qs[k] = qs[2 * k] + qs[2 * k + 1];
+        qm[k] = tree_min(qm[2 * k], qm[2 * k + 1]);
+      }
+    }
+    s = qs[0];
+    m = qm[0];
   }
 #pragma unroll
   for (int step = 1; step < kUpdateLanes; step *= 2) {
@@ -148,17 +163,15 @@ __global__ void insert_tree_kernel(ReplayView v) {
 
 // ---- sample -------------------------------------------------------------------------------------
 // Group g of block b draws sample b * groups + g; every lane of a group holds one child of the
-// current node, and lane 0 writes the result. blocks_done counts finished blocks: the last one
-// advances the Philox offset (every block has read it by then) and reports faults.
+// current node, and lane 0 writes the result. blocks_done counts the blocks that have read the
+// Philox offset: the last one advances it and reports faults.
 __global__ void __launch_bounds__(kSampleThreads)
     sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
-                  int64_t* indices, float* weights) {  // indices, weights: (batch,)
+                  int64_t* indices, float* weights,  // indices, weights: (batch,)
+                  int cached, int cached_nodes) {    // the levels and nodes kept in `top`
   __shared__ double top[kSampleCachedNodes];
   __shared__ uint64_t base_offset;
-  const int cached = cached_levels(v.tree, kSampleCachedNodes);
-  const int64_t cached_nodes =
-      cached > 0 ? v.tree.offset[cached - 1] + v.tree.count[cached - 1] : 0;
-  for (int64_t n = threadIdx.x; n < cached_nodes; n += blockDim.x) top[n] = v.sum[n];
+  for (int n = threadIdx.x; n < cached_nodes; n += blockDim.x) top[n] = v.sum[n];
   if (threadIdx.x == 0) base_offset = static_cast<uint64_t>(*v.rng_offset);
   const double min_leaf = v.min[0];
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
@@ -166,6 +179,9 @@ __global__ void __launch_bounds__(kSampleThreads)
   const double total = cached > 0 ? top[0] : v.sum[0];
   const bool beta_ok = b >= 0.0 && b <= 1.0;
   const bool empty = !(total > 0.0);
+  // Every thread of this block has its copy of the offset now, so the block is counted at once;
+  // the count's value is first needed at the end, so its round trip overlaps the descent.
+  const unsigned int counted_before = threadIdx.x == 0 ? atomicAdd(v.blocks_done, 1u) : 0u;
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
   const int lane = static_cast<int>(threadIdx.x) % kFanout;
   const int base = static_cast<int>(threadIdx.x) % redline::gpu::kWarpSize - lane;
@@ -174,10 +190,14 @@ __global__ void __launch_bounds__(kSampleThreads)
   double u = active ? stratified_point(v, base_offset, i, batch, total) : 0.0;
   int64_t node = 0;
   double leaf = 0.0;  // the chosen leaf's mass: the last level's chosen child
-  for (int d = 0; d + 1 < v.tree.levels; ++d) {
-    const int64_t at = v.tree.offset[d + 1] + node * kFanout + lane;
-    const double c = active ? (d + 1 < cached ? top[at] : v.sum[at]) : 0.0;
-    node = node * kFanout + group_choose_child(c, lane, base, &u, &leaf);
+  // Unrolled over every possible level, so that each level's offset is a static parameter load.
+#pragma unroll
+  for (int d = 0; d + 1 < kMaxLevels; ++d) {
+    if (d + 1 < v.tree.levels) {  // the same in every thread
+      const int64_t at = v.tree.offset[d + 1] + node * kFanout + lane;
+      const double c = active ? (d + 1 < cached ? top[at] : v.sum[at]) : 0.0;
+      node = node * kFanout + group_choose_child(c, lane, base, &u, &leaf);
+    }
   }
   if (i < batch && lane == 0) {
     if (active) {
@@ -189,10 +209,10 @@ __global__ void __launch_bounds__(kSampleThreads)
       weights[i] = 0.0f;
     }
   }
-  if (threadIdx.x != 0) return;
-  __threadfence();  // this block's read of the offset comes before its count
-  if (atomicAdd(v.blocks_done, 1u) != gridDim.x - 1) return;
-  *v.blocks_done = 0;  // the last block: ready for the next launch
+  // The last block to be counted advances the offset (every block has read it) or reports the
+  // fault, which every block sees alike (beta and the total are the same for all).
+  if (threadIdx.x != 0 || counted_before != gridDim.x - 1) return;
+  *v.blocks_done = 0;  // ready for the next launch
   if (!beta_ok) {
     report_fault(v.fault, kFaultBeta, 0, b);
   } else if (empty) {
@@ -202,11 +222,20 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
 }
 
+// 1 when a position after i in scan (kUpdateLanes lanes, each every kUpdateLanes-th position)
+// holds scan[i], in this lane's share; the group ORs the lanes.
+__device__ inline int later_occurrence(const int64_t* scan, int64_t i, int64_t batch, int lane) {
+  const int64_t idx = scan[i];
+  int later = 0;
+#pragma unroll 8
+  for (int64_t j = i + 1 + lane; j < batch; j += kUpdateLanes) later |= scan[j] == idx;
+  return later;
+}
+
 // ---- update -------------------------------------------------------------------------------------
-// Three phases, each one dependent global round trip: (1) the tree's top into shared memory, and
-// every index checked, with its new leaf value (priority^alpha, 0 marks a slot that is not
-// sampleable) computed by the thread that loaded it; (2) leaves written by the last occurrence of
-// each index; (3) ancestors, level by level.
+// Three phases, each one dependent global round trip: (1) every index checked, with its new leaf
+// value (priority^alpha, 0 marks a slot that is not sampleable) computed by the thread that loaded
+// it; (2) leaves written by the last occurrence of each index; (3) ancestors, level by level.
 __global__ void __launch_bounds__(kMaxThreads)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
@@ -214,18 +243,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   __shared__ int warp_bad_index[kMaxWarps];  // first bad position seen by each warp, or INT_MAX
   __shared__ int warp_bad_priority[kMaxWarps];
   __shared__ unsigned int warp_max_bits[kMaxWarps];  // positive floats order like their bits
-  alignas(16) __shared__ double top_sum[kUpdateCachedNodes];  // read as double2
-  alignas(16) __shared__ double top_min[kUpdateCachedNodes];
   __shared__ int64_t staged_index[kStagedIndices];
   __shared__ double staged_leaf[kStagedIndices];
-  // Never the leaf level: leaves are written to global memory only, before the recomputation.
-  const int cached = min(cached_levels(v.tree, kUpdateCachedNodes), v.tree.levels - 1);
-  const int64_t cached_nodes =
-      cached > 0 ? v.tree.offset[cached - 1] + v.tree.count[cached - 1] : 0;
-  for (int64_t n = threadIdx.x; n < cached_nodes; n += blockDim.x) {
-    top_sum[n] = v.sum[n];
-    top_min[n] = v.min[n];
-  }
   const bool use_staged = batch <= kStagedIndices;
   const int64_t capacity = v.rows * v.envs;
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
@@ -276,9 +295,9 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
     return;
   }
-  const int64_t* scan = use_staged ? staged_index : indices;
   // Leaves: only the last occurrence of an index writes, and only while the slot is sampleable.
-  // The group of index i scans the later positions, each lane every kUpdateLanes-th one.
+  // The group of index i scans the later positions, each lane every kUpdateLanes-th one; the two
+  // calls let the compiler use shared-memory loads on the staged copy.
   const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
   const int64_t group = threadIdx.x / kUpdateLanes;
   const int64_t groups = blockDim.x / kUpdateLanes;
@@ -286,47 +305,43 @@ __global__ void __launch_bounds__(kMaxThreads)
     const int64_t i = first + group;
     int later = 0;  // 1 when a later position holds the same index
     if (i < batch) {
-      const int64_t idx = scan[i];
-#pragma unroll 8
-      for (int64_t j = i + 1 + lane; j < batch; j += kUpdateLanes) later |= scan[j] == idx;
+      later = use_staged ? later_occurrence(staged_index, i, batch, lane)
+                         : later_occurrence(indices, i, batch, lane);
     }
     for (int offset = kUpdateLanes / 2; offset > 0; offset /= 2) {
       later |= __shfl_xor_sync(redline::gpu::kFullLaneMask, later, offset, kUpdateLanes);
     }
     if (i < batch && lane == 0 && !later) {
-      const int64_t idx = scan[i];
       if (use_staged) {
-        if (staged_leaf[i] > 0.0) set_leaf(v, idx, staged_leaf[i]);
-      } else if (v.sum[leaf0 + idx] > 0.0) {
-        set_leaf(v, idx, portable_pow(static_cast<double>(priorities[i]), v.alpha));
+        if (staged_leaf[i] > 0.0) set_leaf(v, staged_index[i], staged_leaf[i]);
+      } else if (v.sum[leaf0 + indices[i]] > 0.0) {
+        set_leaf(v, indices[i], portable_pow(static_cast<double>(priorities[i]), v.alpha));
       }
     }
   }
   __syncthreads();
+  // Ancestors: each pass of groups recomputes its indices' paths bottom-up, a barrier between
+  // levels. A later pass recomputes the ancestors it shares with an earlier one after all leaves
+  // are written, so every node ends final.
   const int leaf_level = v.tree.levels - 1;
-  for (int d = leaf_level - 1; d >= 0; --d) {
-    const int shift = 4 * (leaf_level - d);
-    const int64_t level = v.tree.offset[d];
-    const int64_t child_level = v.tree.offset[d + 1];
-    const bool shared_children = d + 1 < cached;
-    for (int64_t first = 0; first < batch; first += groups) {
-      const int64_t i = first + group;
-      const int64_t node = i < batch ? scan[i] >> shift : 0;
-      const int64_t child = child_level + node * kFanout;
+  for (int64_t first = 0; first < batch; first += groups) {
+    const int64_t i = first + group;
+    const int64_t idx = i >= batch ? 0 : (use_staged ? staged_index[i] : indices[i]);
+    // Unrolled over every possible level, so that each level's offsets are static parameter loads.
+#pragma unroll
+    for (int d = kMaxLevels - 2; d >= 0; --d) {
+      if (d >= leaf_level) continue;  // the same in every thread
+      const int64_t node = idx >> (4 * (leaf_level - d));
+      const int64_t child = v.tree.offset[d + 1] + node * kFanout;
       double s = 0.0, m = 0.0;
-      group_combine16(i < batch ? (shared_children ? top_sum : v.sum) + child : nullptr,
-                      i < batch ? (shared_children ? top_min : v.min) + child : nullptr, lane, &s,
-                      &m);
+      group_combine16(i < batch ? v.sum + child : nullptr, i < batch ? v.min + child : nullptr,
+                      lane, &s, &m);
       if (i < batch && lane == 0) {  // groups sharing a parent write the same bits
-        v.sum[level + node] = s;
-        v.min[level + node] = m;
-        if (d < cached) {
-          top_sum[level + node] = s;
-          top_min[level + node] = m;
-        }
+        v.sum[v.tree.offset[d] + node] = s;
+        v.min[v.tree.offset[d] + node] = m;
       }
+      __syncthreads();
     }
-    __syncthreads();
   }
   if (threadIdx.x == 0) {
     const double p = static_cast<double>(__uint_as_float(max_bits));
@@ -349,7 +364,11 @@ void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_d
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int64_t per_block = kSampleThreads / kFanout;
   const auto blocks = static_cast<unsigned int>((batch + per_block - 1) / per_block);
-  sample_kernel<<<blocks, kSampleThreads, 0, s>>>(v, batch, beta, beta_device, indices, weights);
+  const int cached = cached_levels(v.tree, kSampleCachedNodes);
+  const int cached_nodes =
+      cached > 0 ? static_cast<int>(v.tree.offset[cached - 1] + v.tree.count[cached - 1]) : 0;
+  sample_kernel<<<blocks, kSampleThreads, 0, s>>>(v, batch, beta, beta_device, indices, weights,
+                                                  cached, cached_nodes);
   GPU_CHECK_LAUNCH();
 }
 
