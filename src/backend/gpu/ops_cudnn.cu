@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "redline/core/allocator.h"
 
@@ -237,6 +238,36 @@ const char* pass_name(Pass pass) {
   return "?";
 }
 
+// One search times each algorithm once, and its figures are noisy: in one search, conv1's (batch
+// 128, 8x8, stride 4) backward-data algorithms 0 and 1 took 0.1567 and 0.1574 ms, and 0 was
+// picked, but they run at 0.132 and 0.090 ms. So the search runs kSearchRounds times, and each
+// algorithm keeps its best time of the rounds.
+constexpr int kSearchRounds = 3;
+
+template <typename Perf, typename Search>
+void search_rounds(Perf* perfs, int capacity, int* count, Search search) {
+  search(perfs, count);
+  std::vector<Perf> again(static_cast<size_t>(capacity));
+  for (int round = 1; round < kSearchRounds; ++round) {
+    int n = 0;
+    search(again.data(), &n);
+    for (int k = 0; k < n; ++k) {
+      const Perf& a = again[static_cast<size_t>(k)];
+      if (a.status != CUDNN_STATUS_SUCCESS) continue;
+      for (int i = 0; i < *count; ++i) {
+        Perf& p = perfs[i];
+        if (p.algo != a.algo || p.mathType != a.mathType) continue;
+        if (p.status != CUDNN_STATUS_SUCCESS || a.time < p.time) p = a;
+      }
+    }
+  }
+  std::stable_sort(perfs, perfs + *count, [](const Perf& a, const Perf& b) {
+    const bool a_ok = a.status == CUDNN_STATUS_SUCCESS, b_ok = b.status == CUDNN_STATUS_SUCCESS;
+    if (a_ok != b_ok) return a_ok;
+    return a_ok && a.time < b.time;
+  });
+}
+
 // Searches (or, under capture, asks the heuristic) for pass on these buffers. The search runs the
 // convolution and overwrites the output buffer, which the caller then writes again.
 Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
@@ -252,9 +283,11 @@ Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
           ctx.handle, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs));
     } else {
       Workspace ws(device, kMaxWorkspaceBytes, stream, /*optional=*/true);
-      CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-          ctx.handle, d.x, x, d.w, w, d.conv, d.y, const_cast<void*>(y),
-          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
+      search_rounds(perfs, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, [&](auto* out, int* n) {
+        CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+            ctx.handle, d.x, x, d.w, w, d.conv, d.y, const_cast<void*>(y),
+            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, out, ws.get(), ws.bytes()));
+      });
     }
     if (log_searches()) log_search(pass_name(pass), g, perfs, count);
     found = pick(perfs, count, policy, &choice);
@@ -266,9 +299,11 @@ Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
           ctx.handle, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs));
     } else {
       Workspace ws(device, kMaxWorkspaceBytes, stream, /*optional=*/true);
-      CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          ctx.handle, d.w, w, d.y, y, d.conv, d.x, const_cast<void*>(x),
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
+      search_rounds(perfs, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, [&](auto* out, int* n) {
+        CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            ctx.handle, d.w, w, d.y, y, d.conv, d.x, const_cast<void*>(x),
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, out, ws.get(), ws.bytes()));
+      });
     }
     if (log_searches()) log_search(pass_name(pass), g, perfs, count);
     found = pick(perfs, count, policy, &choice);
@@ -281,9 +316,11 @@ Choice choose(DeviceContext& ctx, int device, Pass pass, const Descriptors& d,
           perfs));
     } else {
       Workspace ws(device, kMaxWorkspaceBytes, stream, /*optional=*/true);
-      CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-          ctx.handle, d.x, x, d.y, y, d.conv, d.w, const_cast<void*>(w),
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perfs, ws.get(), ws.bytes()));
+      search_rounds(perfs, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, [&](auto* out, int* n) {
+        CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            ctx.handle, d.x, x, d.y, y, d.conv, d.w, const_cast<void*>(w),
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, out, ws.get(), ws.bytes()));
+      });
     }
     if (log_searches()) log_search(pass_name(pass), g, perfs, count);
     found = pick(perfs, count, policy, &choice);

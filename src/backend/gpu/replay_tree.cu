@@ -130,6 +130,59 @@ __device__ inline void group_combine16(const double* sum_src, const double* min_
   *min_out = m;
 }
 
+// Chained launches (sm_90 programmatic dependent launch): a kernel launched by launch_chained may
+// start while the previous kernel on its stream finishes, so the launch latency overlaps that
+// kernel's tail; it must call wait_for_previous_grid() before it reads anything. Elsewhere (HIP,
+// older GPUs) launch_chained is a plain launch and both calls do nothing.
+__device__ inline void wait_for_previous_grid() {
+#if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ inline void allow_next_grid() {
+#if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Per launch, on the current device (a machine may mix GPU generations); the runtime answers the
+// attribute query from its cache.
+bool chained_launch_supported() {
+#if REDLINE_HIP
+  return false;
+#else
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    return false;
+  }
+  return major >= 9;
+#endif
+}
+
+template <typename... Params, typename... Args>
+void launch_chained(void (*kernel)(Params...), unsigned int blocks, unsigned int threads,
+                    size_t shared_bytes, cudaStream_t stream, Args... args) {
+#if !REDLINE_HIP
+  if (chained_launch_supported()) {
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(blocks);
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    GPU_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
+    return;
+  }
+#endif
+  kernel<<<blocks, threads, shared_bytes, stream>>>(static_cast<Params>(args)...);
+  GPU_CHECK_LAUNCH();
+}
+
 // ---- insert: leaves of the overwritten, history-less and completed rows, then ancestors -------
 __global__ void insert_tree_kernel(ReplayView v) {
   const int64_t g = *v.rows_written;
@@ -171,6 +224,8 @@ __global__ void __launch_bounds__(kSampleThreads)
                   int cached, int cached_nodes) {    // the levels and nodes kept in `top`
   __shared__ double top[kSampleCachedNodes];
   __shared__ uint64_t base_offset;
+  allow_next_grid();
+  wait_for_previous_grid();
   for (int n = threadIdx.x; n < cached_nodes; n += blockDim.x) top[n] = v.sum[n];
   if (threadIdx.x == 0) base_offset = static_cast<uint64_t>(*v.rng_offset);
   const double min_leaf = v.min[0];
@@ -367,17 +422,15 @@ void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_d
   const int cached = cached_levels(v.tree, kSampleCachedNodes);
   const int cached_nodes =
       cached > 0 ? static_cast<int>(v.tree.offset[cached - 1] + v.tree.count[cached - 1]) : 0;
-  sample_kernel<<<blocks, kSampleThreads, 0, s>>>(v, batch, beta, beta_device, indices, weights,
-                                                  cached, cached_nodes);
-  GPU_CHECK_LAUNCH();
+  launch_chained(sample_kernel, blocks, kSampleThreads, 0, s, v, batch, beta, beta_device, indices,
+                 weights, cached, cached_nodes);
 }
 
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  update_kernel<<<1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s>>>(v, batch, indices,
-                                                                             priorities);
-  GPU_CHECK_LAUNCH();
+  launch_chained(update_kernel, 1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v, batch,
+                 indices, priorities);
 }
 
 }  // namespace redline::rl::replay::gpu
