@@ -229,6 +229,50 @@ TEST(GpuReplay, CapturedStepReplaysLikeEagerCpu) {
   EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
 }
 
+// Sample and update launched back to back, with no other work or host wait between them: on
+// sm_90 update may start while sample finishes (chained launches), so it must wait for sample's
+// indices. Any stale read shows up as a tree that differs from the CPU's.
+TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
+  REDLINE_REQUIRE_GPU();
+  ReplayConfig c;
+  c.num_envs = 256;
+  c.capacity = 256 * 64;
+  c.obs_shape = {1};
+  c.obs_dtype = DType::f32;
+  c.prioritized = true;
+  c.seed = 11;
+  ReplayConfig g = c;
+  g.device = kGpu;
+  ReplayMemory cpu(c), gpu(g);
+  ScriptedEnvs envs(256, 1, 1, false, 19);
+  for (int i = 0; i < 64; ++i) {
+    const Step s = envs.next();
+    insert_on(cpu, s, Device::cpu());
+    insert_on(gpu, s, kGpu);
+  }
+  constexpr int kRounds = 200, kBatch = 128;
+  std::vector<Tensor> cpu_p, gpu_p;  // made up front: no copies between the launches
+  for (int r = 0; r < kRounds; ++r) {
+    std::vector<float> p(kBatch);
+    for (int i = 0; i < kBatch; ++i) p[i] = 0.05f + static_cast<float>((r * 29 + i * 11) % 97);
+    cpu_p.push_back(Tensor::from_host(p, {kBatch}));
+    gpu_p.push_back(Tensor::from_host(p, {kBatch}, kGpu));
+  }
+  Tensor beta = Tensor::full({1}, 0.4, DType::f32, kGpu);
+  ReplaySample smp;
+  for (int r = 0; r < kRounds; ++r) {
+    gpu.sample_into(kBatch, beta, smp);
+    gpu.update_priorities(smp.indices, gpu_p[static_cast<size_t>(r)]);
+    const ReplaySample want = cpu.sample(kBatch, 0.4);
+    cpu.update_priorities(want.indices, cpu_p[static_cast<size_t>(r)]);
+  }
+  gpu.check_errors();
+  const ReplaySample last_cpu = cpu.sample(kBatch, 0.4);
+  gpu.sample_into(kBatch, beta, smp);
+  EXPECT_EQ(last_cpu.indices.to_vector<int64_t>(), smp.indices.to_vector<int64_t>());
+  EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
+}
+
 TEST(GpuReplay, KernelFaultsAreOneSentence) {
   REDLINE_REQUIRE_GPU();
   ReplayConfig c;

@@ -294,6 +294,8 @@ __device__ inline int later_occurrence(const int64_t* scan, int64_t i, int64_t b
 __global__ void __launch_bounds__(kMaxThreads)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
+  allow_next_grid();
+  wait_for_previous_grid();  // before any read: the indices may come from the kernel before
   constexpr int kMaxWarps = kMaxThreads / 32;
   __shared__ int warp_bad_index[kMaxWarps];  // first bad position seen by each warp, or INT_MAX
   __shared__ int warp_bad_priority[kMaxWarps];
