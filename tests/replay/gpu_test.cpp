@@ -122,15 +122,21 @@ TEST(GpuReplay, SamplesAndBatchesBitIdenticalToCpu) {
   run_parity({"prioritized, many envs", 300, 1, 16, 24, 1, DType::u8, true});
 }
 
-TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
-  REDLINE_REQUIRE_GPU();
+// A prioritized memory of scalar f32 observations: envs environments, rows rows of them.
+ReplayConfig scalar_prioritized(int64_t envs, int64_t rows, Device device) {
   ReplayConfig c;
-  c.num_envs = 64;
-  c.capacity = 64 * 500;
+  c.num_envs = envs;
+  c.capacity = envs * rows;
   c.obs_shape = {1};
   c.obs_dtype = DType::f32;
   c.prioritized = true;
-  c.device = kGpu;
+  c.device = device;
+  return c;
+}
+
+TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
+  REDLINE_REQUIRE_GPU();
+  const ReplayConfig c = scalar_prioritized(64, 500, kGpu);
   ReplayMemory m(c);
   std::mt19937 rng(3);
   Tensor obs = Tensor::zeros({64, 1}, DType::f32, kGpu);
@@ -234,12 +240,7 @@ TEST(GpuReplay, CapturedStepReplaysLikeEagerCpu) {
 // indices. Any stale read shows up as a tree that differs from the CPU's.
 TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
   REDLINE_REQUIRE_GPU();
-  ReplayConfig c;
-  c.num_envs = 256;
-  c.capacity = 256 * 64;
-  c.obs_shape = {1};
-  c.obs_dtype = DType::f32;
-  c.prioritized = true;
+  ReplayConfig c = scalar_prioritized(256, 64, Device::cpu());
   c.seed = 11;
   ReplayConfig g = c;
   g.device = kGpu;
