@@ -195,16 +195,18 @@ bool log_searches() {
 
 template <typename Perf>
 void log_search(const char* pass, const ConvGeometry& g, const Perf* perfs, int count) {
-  std::fprintf(stderr, "cuDNN search, %s, input (%lld, %lld, %lld, %lld), weight (%lld, %lld, %lld, %lld):\n",
-               pass, static_cast<long long>(g.n), static_cast<long long>(g.c),
-               static_cast<long long>(g.h), static_cast<long long>(g.w),
-               static_cast<long long>(g.o), static_cast<long long>(g.c),
-               static_cast<long long>(g.kh), static_cast<long long>(g.kw));
+  std::fprintf(
+      stderr,
+      "cuDNN search, %s, input (%lld, %lld, %lld, %lld), weight (%lld, %lld, %lld, %lld):\n", pass,
+      static_cast<long long>(g.n), static_cast<long long>(g.c), static_cast<long long>(g.h),
+      static_cast<long long>(g.w), static_cast<long long>(g.o), static_cast<long long>(g.c),
+      static_cast<long long>(g.kh), static_cast<long long>(g.kw));
   for (int i = 0; i < count; ++i) {
     const Perf& p = perfs[i];
     std::fprintf(stderr, "  algo %d: status %d, %.4f ms, %zu bytes, %s, math %d\n",
                  static_cast<int>(p.algo), static_cast<int>(p.status), static_cast<double>(p.time),
-                 p.memory, p.determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic",
+                 p.memory,
+                 p.determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic",
                  static_cast<int>(p.mathType));
   }
 }
