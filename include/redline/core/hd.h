@@ -30,5 +30,12 @@ REDLINE_HD inline double fma_d(double a, double b, double c) {
   return std::fma(a, b, c);
 #endif
 }
+REDLINE_HD inline float fma_f(float a, float b, float c) {
+#if REDLINE_DEVICE_PASS
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
 
 }  // namespace redline

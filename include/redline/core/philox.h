@@ -45,13 +45,6 @@ REDLINE_HD inline float add_rn(float a, float b) {
   return a + b;
 #endif
 }
-REDLINE_HD inline float fma_rn(float a, float b, float c) {
-#if REDLINE_DEVICE_PASS
-  return __fmaf_rn(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
 
 }  // namespace philox_detail
 
@@ -101,12 +94,12 @@ REDLINE_HD inline float portable_log_unit(float x) {
   const float s = add_rn(m, -1.0f) / add_rn(m, 1.0f);
   const float s2 = mul_rn(s, s);
   // atanh series: log(m) = 2 (s + s^3/3 + s^5/5 + s^7/7 + s^9/9)
-  float poly = fma_rn(s2, 1.0f / 9.0f, 1.0f / 7.0f);
-  poly = fma_rn(s2, poly, 1.0f / 5.0f);
-  poly = fma_rn(s2, poly, 1.0f / 3.0f);
-  poly = fma_rn(s2, poly, 1.0f);
+  float poly = fma_f(s2, 1.0f / 9.0f, 1.0f / 7.0f);
+  poly = fma_f(s2, poly, 1.0f / 5.0f);
+  poly = fma_f(s2, poly, 1.0f / 3.0f);
+  poly = fma_f(s2, poly, 1.0f);
   const float log_m = mul_rn(mul_rn(2.0f, s), poly);
-  return fma_rn(static_cast<float>(exponent), 0.69314718f, log_m);
+  return fma_f(static_cast<float>(exponent), 0.69314718f, log_m);
 }
 
 // sin and cos of 2*pi*v for v in [0, 1), deterministic across devices.
@@ -121,15 +114,15 @@ REDLINE_HD inline void portable_sincos_turns(float v, float* sin_out, float* cos
   }
   const float x = mul_rn(f, 1.57079632679f);  // x in [-pi/4, pi/4]
   const float x2 = mul_rn(x, x);
-  float sp = fma_rn(x2, -1.0f / 362880.0f, 1.0f / 5040.0f);  // odd Taylor series to x^9
-  sp = fma_rn(x2, sp, -1.0f / 120.0f);
-  sp = fma_rn(x2, sp, 1.0f / 6.0f);
-  sp = fma_rn(x2, -sp, 1.0f);
+  float sp = fma_f(x2, -1.0f / 362880.0f, 1.0f / 5040.0f);  // odd Taylor series to x^9
+  sp = fma_f(x2, sp, -1.0f / 120.0f);
+  sp = fma_f(x2, sp, 1.0f / 6.0f);
+  sp = fma_f(x2, -sp, 1.0f);
   const float s = mul_rn(x, sp);
-  float cp = fma_rn(x2, 1.0f / 40320.0f, -1.0f / 720.0f);  // even Taylor series to x^8
-  cp = fma_rn(x2, cp, 1.0f / 24.0f);
-  cp = fma_rn(x2, cp, -0.5f);
-  const float c = fma_rn(x2, cp, 1.0f);
+  float cp = fma_f(x2, 1.0f / 40320.0f, -1.0f / 720.0f);  // even Taylor series to x^8
+  cp = fma_f(x2, cp, 1.0f / 24.0f);
+  cp = fma_f(x2, cp, -0.5f);
+  const float c = fma_f(x2, cp, 1.0f);
   switch (quadrant & 3) {
     case 0:
       *sin_out = s;

@@ -96,30 +96,16 @@ int threads_for(int64_t work, int most) {
 // call it; inactive groups pass nullptr.
 __device__ inline void group_combine16(const double* sum_src, const double* min_src, int lane,
                                        double* sum_out, double* min_out) {
-  constexpr int kQuarters = kFanout / 4 / kUpdateLanes;  // quarters of the node per lane
+  static_assert(kFanout == 4 * kUpdateLanes, "each lane adds one quarter of a node");
   double s = 0.0, m = 0.0;
   if (sum_src != nullptr) {
-    double qs[kQuarters], qm[kQuarters];
-#pragma unroll
-    for (int q = 0; q < kQuarters; ++q) {
-      const double2* s2 = reinterpret_cast<const double2*>(sum_src) + 2 * (lane * kQuarters + q);
-      const double2* m2 = reinterpret_cast<const double2*>(min_src) + 2 * (lane * kQuarters + q);
-      const double2 s_lo = s2[0], s_hi = s2[1], m_lo = m2[0], m_hi = m2[1];
-      const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
-      const double quarter_min[4] = {m_lo.x, m_lo.y, m_hi.x, m_hi.y};
-      qs[q] = tree_quarter_sum(quarter_sum);
-      qm[q] = tree_quarter_min(quarter_min);
-    }
-#pragma unroll
-    for (int width = kQuarters; width > 1; width /= 2) {  // pairwise: tree_combine's order
-#pragma unroll
-      for (int k = 0; k < width / 2; ++k) {
-        qs[k] = qs[2 * k] + qs[2 * k + 1];
-        qm[k] = tree_min(qm[2 * k], qm[2 * k + 1]);
-      }
-    }
-    s = qs[0];
-    m = qm[0];
+    const double2* s2 = reinterpret_cast<const double2*>(sum_src) + 2 * lane;
+    const double2* m2 = reinterpret_cast<const double2*>(min_src) + 2 * lane;
+    const double2 s_lo = s2[0], s_hi = s2[1], m_lo = m2[0], m_hi = m2[1];
+    const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
+    const double quarter_min[4] = {m_lo.x, m_lo.y, m_hi.x, m_hi.y};
+    s = tree_quarter_sum(quarter_sum);
+    m = tree_quarter_min(quarter_min);
   }
 #pragma unroll
   for (int step = 1; step < kUpdateLanes; step *= 2) {
