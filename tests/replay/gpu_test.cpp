@@ -237,40 +237,58 @@ TEST(GpuReplay, CapturedStepReplaysLikeEagerCpu) {
 
 // Sample and update launched back to back, with no other work or host wait between them: on
 // sm_90 update may start while sample finishes (chained launches), so it must wait for sample's
-// indices. Any stale read shows up as a tree that differs from the CPU's.
+// indices. The GPU's rounds are all enqueued before the host waits (eager launches, then one
+// captured graph of rounds), so the kernels run back to back; any stale read of the indices
+// updates the wrong leaves, and the tree then differs from the CPU's.
 TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
   REDLINE_REQUIRE_GPU();
-  ReplayConfig c = scalar_prioritized(256, 64, Device::cpu());
+  ReplayConfig c = scalar_prioritized(4096, 64, Device::cpu());
   c.seed = 11;
   ReplayConfig g = c;
   g.device = kGpu;
   ReplayMemory cpu(c), gpu(g);
-  ScriptedEnvs envs(256, 1, 1, false, 19);
+  ScriptedEnvs envs(4096, 1, 1, false, 19);
   for (int i = 0; i < 64; ++i) {
     const Step s = envs.next();
     insert_on(cpu, s, Device::cpu());
     insert_on(gpu, s, kGpu);
   }
-  constexpr int kRounds = 200, kBatch = 128;
+  // Batches of 128 (update stages them in shared memory) and 1,024 (it reads them from global
+  // memory), alternating; each size has its own sample, allocated by the first rounds.
+  constexpr int kRounds = 400;
+  const auto batch_of = [](int r) -> int64_t { return r % 2 == 0 ? 128 : 1024; };
   std::vector<Tensor> cpu_p, gpu_p;  // made up front: no copies between the launches
   for (int r = 0; r < kRounds; ++r) {
-    std::vector<float> p(kBatch);
-    for (int i = 0; i < kBatch; ++i) p[i] = 0.05f + static_cast<float>((r * 29 + i * 11) % 97);
-    cpu_p.push_back(Tensor::from_host(p, {kBatch}));
-    gpu_p.push_back(Tensor::from_host(p, {kBatch}, kGpu));
+    std::vector<float> p(static_cast<size_t>(batch_of(r)));
+    for (size_t i = 0; i < p.size(); ++i) {
+      p[i] = 0.05f + static_cast<float>((r * 29 + static_cast<int>(i) * 11) % 97);
+    }
+    cpu_p.push_back(Tensor::from_host(p, {batch_of(r)}));
+    gpu_p.push_back(Tensor::from_host(p, {batch_of(r)}, kGpu));
   }
   Tensor beta = Tensor::full({1}, 0.4, DType::f32, kGpu);
-  ReplaySample smp;
+  ReplaySample smp[2];
+  const auto gpu_round = [&](int r) {
+    ReplaySample& s = smp[r % 2];
+    gpu.sample_into(batch_of(r), beta, s);
+    gpu.update_priorities(s.indices, gpu_p[static_cast<size_t>(r)]);
+  };
+  gpu_round(0);  // allocates both samples
+  gpu_round(1);
+  for (int r = 2; r < kRounds / 2; ++r) gpu_round(r);
+  StepGraph graph(kGpu);
+  graph.capture([&] {
+    for (int r = kRounds / 2; r < kRounds; ++r) gpu_round(r);
+  });
+  graph.replay();
+  gpu.check_errors();
   for (int r = 0; r < kRounds; ++r) {
-    gpu.sample_into(kBatch, beta, smp);
-    gpu.update_priorities(smp.indices, gpu_p[static_cast<size_t>(r)]);
-    const ReplaySample want = cpu.sample(kBatch, 0.4);
+    const ReplaySample want = cpu.sample(batch_of(r), 0.4);
     cpu.update_priorities(want.indices, cpu_p[static_cast<size_t>(r)]);
   }
-  gpu.check_errors();
-  const ReplaySample last_cpu = cpu.sample(kBatch, 0.4);
-  gpu.sample_into(kBatch, beta, smp);
-  EXPECT_EQ(last_cpu.indices.to_vector<int64_t>(), smp.indices.to_vector<int64_t>());
+  const ReplaySample last_cpu = cpu.sample(128, 0.4);
+  gpu.sample_into(128, beta, smp[0]);
+  EXPECT_EQ(last_cpu.indices.to_vector<int64_t>(), smp[0].indices.to_vector<int64_t>());
   EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
 }
 

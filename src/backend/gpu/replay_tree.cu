@@ -264,13 +264,37 @@ __global__ void __launch_bounds__(kSampleThreads)
 }
 
 // 1 when a position after i in scan (kUpdateLanes lanes, each every kUpdateLanes-th position)
-// holds scan[i], in this lane's share; the group ORs the lanes.
+// holds scan[i], in this lane's share; the group ORs the lanes. Used for batches larger than
+// kStagedIndices, which update reads from global memory.
 __device__ inline int later_occurrence(const int64_t* scan, int64_t i, int64_t batch, int lane) {
   const int64_t idx = scan[i];
   int later = 0;
 #pragma unroll 8
   for (int64_t j = i + 1 + lane; j < batch; j += kUpdateLanes) later |= scan[j] == idx;
   return later;
+}
+
+// The last position of each index in a staged batch, found through a hash table in shared memory
+// (open addressing, twice as many slots as staged indices, so every probe sequence ends): one
+// compare-and-swap claims an index's slot, and atomicMax keeps its largest position.
+constexpr int kLastSlotBits = 10;
+constexpr int kLastSlots = 1 << kLastSlotBits;
+static_assert(kLastSlots >= 2 * kStagedIndices, "the table stays at most half full");
+constexpr unsigned long long kNoIndex = ~0ull;  // indices are checked to be >= 0 before insertion
+
+__device__ inline int record_position(unsigned long long* slot_index, int* slot_last, int64_t idx,
+                                      int position) {
+  const auto key = static_cast<unsigned long long>(idx);
+  // Fibonacci hashing: the top kLastSlotBits bits of key times 2^64 / golden ratio.
+  auto slot = static_cast<int>((key * 0x9E3779B97F4A7C15ull) >> (64 - kLastSlotBits));
+  for (;;) {
+    const unsigned long long held = atomicCAS(&slot_index[slot], kNoIndex, key);
+    if (held == kNoIndex || held == key) {
+      atomicMax(&slot_last[slot], position);
+      return slot;
+    }
+    slot = (slot + 1) & (kLastSlots - 1);
+  }
 }
 
 // ---- update -------------------------------------------------------------------------------------
@@ -288,24 +312,52 @@ __global__ void __launch_bounds__(kMaxThreads)
   __shared__ unsigned int warp_max_bits[kMaxWarps];  // positive floats order like their bits
   __shared__ int64_t staged_index[kStagedIndices];
   __shared__ double staged_leaf[kStagedIndices];
+  __shared__ unsigned long long slot_index[kLastSlots];
+  __shared__ int slot_last[kLastSlots];
   const bool use_staged = batch <= kStagedIndices;
   const int64_t capacity = v.rows * v.envs;
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
+  const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
   int bad_index = INT_MAX, bad_priority = INT_MAX;
   unsigned int max_bits = 0;
-  for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) {
-    const int64_t idx = indices[i];
-    const float p = priorities[i];
-    const bool idx_ok = idx >= 0 && idx < capacity;
-    const bool p_ok = isfinite(p) && p > 0.0f;
-    if (!idx_ok) bad_index = min(bad_index, static_cast<int>(i));
-    if (!p_ok) bad_priority = min(bad_priority, static_cast<int>(i));
-    if (p_ok) max_bits = max(max_bits, __float_as_uint(p));
-    if (use_staged) {
+  int my_slot = -1;  // staged batches: the hash slot of index threadIdx.x
+  if (use_staged) {
+    // Thread i stages index i (the block has at least `batch` threads). Its loads are issued
+    // before the barrier that publishes the empty hash table, so their latency overlaps it.
+    const int i = static_cast<int>(threadIdx.x);
+    int64_t idx = 0;
+    float p = 1.0f;
+    if (i < batch) {
+      idx = indices[i];
+      p = priorities[i];
+    }
+    for (int s = i; s < kLastSlots; s += static_cast<int>(blockDim.x)) {
+      slot_index[s] = kNoIndex;
+      slot_last[s] = -1;
+    }
+    __syncthreads();
+    if (i < batch) {
+      const bool idx_ok = idx >= 0 && idx < capacity;
+      const bool p_ok = isfinite(p) && p > 0.0f;
+      if (!idx_ok) bad_index = i;
+      if (!p_ok) bad_priority = i;
+      if (p_ok) max_bits = __float_as_uint(p);
+      // The old leaf's load and the power are independent, so they overlap.
+      const double old_leaf = v.sum[leaf0 + (idx_ok ? idx : 0)];
+      const double powered = portable_pow(p_ok ? static_cast<double>(p) : 1.0, v.alpha);
       staged_index[i] = idx;
-      staged_leaf[i] = idx_ok && p_ok && v.sum[leaf0 + idx] > 0.0
-                           ? portable_pow(static_cast<double>(p), v.alpha)
-                           : 0.0;
+      staged_leaf[i] = idx_ok && p_ok && old_leaf > 0.0 ? powered : 0.0;
+      if (idx_ok) my_slot = record_position(slot_index, slot_last, idx, i);
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) {
+      const int64_t idx = indices[i];
+      const float p = priorities[i];
+      const bool idx_ok = idx >= 0 && idx < capacity;
+      const bool p_ok = isfinite(p) && p > 0.0f;
+      if (!idx_ok) bad_index = min(bad_index, static_cast<int>(i));
+      if (!p_ok) bad_priority = min(bad_priority, static_cast<int>(i));
+      if (p_ok) max_bits = max(max_bits, __float_as_uint(p));
     }
   }
   for (int offset = 16; offset > 0; offset /= 2) {  // per-warp reductions (32-lane groups)
@@ -339,25 +391,23 @@ __global__ void __launch_bounds__(kMaxThreads)
     return;
   }
   // Leaves: only the last occurrence of an index writes, and only while the slot is sampleable.
-  // The group of index i scans the later positions, each lane every kUpdateLanes-th one; the two
-  // calls let the compiler use shared-memory loads on the staged copy.
   const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
   const int64_t group = threadIdx.x / kUpdateLanes;
   const int64_t groups = blockDim.x / kUpdateLanes;
-  for (int64_t first = 0; first < batch; first += groups) {  // the same trip count in every thread
-    const int64_t i = first + group;
-    int later = 0;  // 1 when a later position holds the same index
-    if (i < batch) {
-      later = use_staged ? later_occurrence(staged_index, i, batch, lane)
-                         : later_occurrence(indices, i, batch, lane);
+  if (use_staged) {
+    const int i = static_cast<int>(threadIdx.x);
+    if (i < batch && slot_last[my_slot] == i && staged_leaf[i] > 0.0) {
+      set_leaf(v, staged_index[i], staged_leaf[i]);
     }
-    for (int offset = kUpdateLanes / 2; offset > 0; offset /= 2) {
-      later |= __shfl_xor_sync(redline::gpu::kFullLaneMask, later, offset, kUpdateLanes);
-    }
-    if (i < batch && lane == 0 && !later) {
-      if (use_staged) {
-        if (staged_leaf[i] > 0.0) set_leaf(v, staged_index[i], staged_leaf[i]);
-      } else if (v.sum[leaf0 + indices[i]] > 0.0) {
+  } else {
+    // The group of index i scans the later positions, each lane every kUpdateLanes-th one.
+    for (int64_t first = 0; first < batch; first += groups) {  // the same trip count everywhere
+      const int64_t i = first + group;
+      int later = i < batch ? later_occurrence(indices, i, batch, lane) : 0;
+      for (int offset = kUpdateLanes / 2; offset > 0; offset /= 2) {
+        later |= __shfl_xor_sync(redline::gpu::kFullLaneMask, later, offset, kUpdateLanes);
+      }
+      if (i < batch && lane == 0 && !later && v.sum[leaf0 + indices[i]] > 0.0) {
         set_leaf(v, indices[i], portable_pow(static_cast<double>(priorities[i]), v.alpha));
       }
     }
@@ -388,7 +438,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
   if (threadIdx.x == 0) {
     const double p = static_cast<double>(__uint_as_float(max_bits));
-    if (p > *v.max_priority) *v.max_priority = p;
+    if (p > max_before) *v.max_priority = p;
   }
 }
 
