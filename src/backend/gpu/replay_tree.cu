@@ -6,10 +6,11 @@
 //
 // A batch of 128 is latency-bound (one dependent load per tree level, then a short scan), so the
 // kernels are laid out for the shortest dependent chain with the fewest instructions per warp.
-// Sample spreads its draws over blocks of kSampleThreads (one SM each); a group of 16 lanes serves
-// one draw, each lane holding one child of the current node (one 128-byte line per group), and
-// finds the child with four shuffle steps of tree_prefix_sums and two ballots: the CPU's
-// tree_choose_child, bit for bit. The last block to read the Philox offset advances it. Update
+// Sample spreads its draws over blocks of kSampleThreads (one SM each), one thread per draw: each
+// level is one 128-byte line of children loaded into registers and the CPU's tree_choose_child
+// in registers, bit for bit, with no exchange between threads (a group of 16 lanes with shuffle
+// scans measured slower: each level waited on a chain of shuffles). The last block to read the
+// Philox offset advances it. Update
 // stays one block, because each tree level must be final before its parents are recomputed
 // (__syncthreads between levels); kUpdateLanes lanes serve an index, each adding a quarter of a
 // node's children, and two butterfly steps give the parent in tree_combine's pairwise order.
@@ -29,7 +30,7 @@ constexpr int64_t kStagedIndices = 512;
 // global reads: up to 512 sum nodes (4 KiB: 3 levels at 1e7 leaves). Update reads the tree from
 // global memory only: a shared copy measured 0.6 µs slower there.
 constexpr int kSampleCachedNodes = 512;
-constexpr int kSampleThreads = 128;  // 8 samples of kFanout lanes per block
+constexpr int kSampleThreads = 64;  // draws per block, one per thread
 constexpr int kUpdateLanes = 4;      // lanes per updated index: 4 of a node's 16 children each
 constexpr int kMaxThreads = 1024;
 
@@ -41,31 +42,49 @@ int cached_levels(const TreeLayout& t, int most) {
   return levels;
 }
 
-// One step of a descent for the group of 16 lanes whose first lane is `base` in the warp: lane j
-// holds child j's mass c (0 in inactive groups). Returns the chosen child and updates u (the same
-// in every lane of the group) and leaf (the chosen child's mass). Every lane of the warp must call
-// it. Mirrors tree_choose_child: the prefix sums in tree_prefix_sums' order, the first positive
-// child whose prefix exceeds u, else the last positive child with u at its mass.
-__device__ inline int group_choose_child(double c, int lane, int base, double* u, double* leaf) {
-  double p = c;
+// One step of a descent in one thread, bit for bit tree_choose_child: the 16 children's masses
+// c (registers), the prefix sums in tree_prefix_sums' order, the first positive child whose prefix
+// exceeds u, else the last positive child with u at its mass. Returns the child; updates u and
+// leaf (the chosen child's mass). Written as selects over unrolled loops, so that c and the prefix
+// sums stay in registers (an indexed read would go through local memory).
+__device__ inline int choose_child(const double (&c)[kFanout], double* u, double* leaf) {
+  double p[kFanout];
+  tree_prefix_sums(c, p);
+  int chosen = -1, last_positive = 0;
+  double next_u = 0.0, chosen_mass = 0.0, last_mass = c[0];
 #pragma unroll
-  for (int d = 1; d < kFanout; d *= 2) {
-    const double left = __shfl_up_sync(redline::gpu::kFullLaneMask, p, d, kFanout);
-    if (lane >= d) p = left + p;
+  for (int j = 0; j < kFanout; ++j) {
+    const bool positive = c[j] > 0.0;
+    if (positive && *u < p[j] && chosen < 0) {
+      chosen = j;
+      next_u = *u - (j > 0 ? p[j - 1] : 0.0);
+      chosen_mass = c[j];
+    }
+    if (positive) {
+      last_positive = j;
+      last_mass = c[j];
+    }
   }
-  double before = __shfl_up_sync(redline::gpu::kFullLaneMask, p, 1, kFanout);
-  if (lane == 0) before = 0.0;
-  const bool positive = c > 0.0;
-  const auto hits = static_cast<uint32_t>(
-      (__ballot_sync(redline::gpu::kFullLaneMask, positive && *u < p) >> base) & 0xFFFFu);
-  const auto masses = static_cast<uint32_t>(
-      (__ballot_sync(redline::gpu::kFullLaneMask, positive) >> base) & 0xFFFFu);
-  const int chosen = hits != 0 ? __ffs(static_cast<int>(hits)) - 1
-                               : (masses != 0 ? 31 - __clz(static_cast<int>(masses)) : 0);
-  const double next_u = hits != 0 ? *u - before : c;  // meaningful in lane `chosen`
-  *u = __shfl_sync(redline::gpu::kFullLaneMask, next_u, chosen, kFanout);
-  *leaf = __shfl_sync(redline::gpu::kFullLaneMask, c, chosen, kFanout);
+  if (chosen < 0) {
+    chosen = last_positive;
+    next_u = last_mass;
+    chosen_mass = last_mass;
+  }
+  *u = next_u;
+  *leaf = chosen_mass;
   return chosen;
+}
+
+// The 16 children starting at src (a 128-byte line) into registers, as eight 16-byte loads.
+template <typename Pointer>
+__device__ inline void load_children(Pointer src, double (&c)[kFanout]) {
+  const auto* src2 = reinterpret_cast<const double2*>(src);
+#pragma unroll
+  for (int k = 0; k < kFanout / 2; ++k) {
+    const double2 pair = src2[k];
+    c[2 * k] = pair.x;
+    c[2 * k + 1] = pair.y;
+  }
 }
 
 __device__ void report_fault(DeviceFault* fault, int32_t code, int32_t position, double value) {
@@ -201,18 +220,22 @@ __global__ void insert_tree_kernel(ReplayView v) {
 }
 
 // ---- sample -------------------------------------------------------------------------------------
-// Group g of block b draws sample b * groups + g; every lane of a group holds one child of the
-// current node, and lane 0 writes the result. blocks_done counts the blocks that have read the
-// Philox offset: the last one advances it and reports faults.
+// Thread t of block b draws sample b * blockDim.x + t, descending alone: each level is one line of
+// 16 children loaded into registers (from the block's copy of the top levels, or global memory)
+// and one choose_child, with no exchange between threads. blocks_done counts the blocks that have
+// read the Philox offset: the last one advances it and reports faults.
 __global__ void __launch_bounds__(kSampleThreads)
     sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
                   int64_t* indices, float* weights,  // indices, weights: (batch,)
                   int cached, int cached_nodes) {    // the levels and nodes kept in `top`
-  __shared__ double top[kSampleCachedNodes];
+  alignas(16) __shared__ double top[kSampleCachedNodes];
   __shared__ uint64_t base_offset;
   allow_next_grid();
   wait_for_previous_grid();
-  for (int n = threadIdx.x; n < cached_nodes; n += blockDim.x) top[n] = v.sum[n];
+  // cached_nodes is a whole number of 16-node lines, so the copy moves 16-byte pairs.
+  for (int n = threadIdx.x; n < cached_nodes / 2; n += blockDim.x) {
+    reinterpret_cast<double2*>(top)[n] = reinterpret_cast<const double2*>(v.sum)[n];
+  }
   if (threadIdx.x == 0) base_offset = static_cast<uint64_t>(*v.rng_offset);
   const double min_leaf = v.min[0];
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
@@ -223,26 +246,26 @@ __global__ void __launch_bounds__(kSampleThreads)
   // Every thread of this block has its copy of the offset now, so the block is counted at once;
   // the count's value is first needed at the end, so its round trip overlaps the descent.
   const unsigned int counted_before = threadIdx.x == 0 ? atomicAdd(v.blocks_done, 1u) : 0u;
-  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
-  const int lane = static_cast<int>(threadIdx.x) % kFanout;
-  const int base = static_cast<int>(threadIdx.x) % redline::gpu::kWarpSize - lane;
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x / kFanout) + threadIdx.x / kFanout;
-  const bool active = i < batch && !empty && beta_ok;
-  double u = active ? stratified_point(v, base_offset, i, batch, total) : 0.0;
-  int64_t node = 0;
-  double leaf = 0.0;  // the chosen leaf's mass: the last level's chosen child
-  // Unrolled over every possible level, so that each level's offset is a static parameter load.
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < batch) {
+    if (!empty && beta_ok) {
+      double u = stratified_point(v, base_offset, i, batch, total);
+      int64_t node = 0;
+      double leaf = v.tree.levels == 1 ? v.sum[v.tree.offset[0]] : 0.0;
+      // Unrolled over every possible level, so that each level's offset is a static parameter load.
 #pragma unroll
-  for (int d = 0; d + 1 < kMaxLevels; ++d) {
-    if (d + 1 < v.tree.levels) {  // the same in every thread
-      const int64_t at = v.tree.offset[d + 1] + node * kFanout + lane;
-      const double c = active ? (d + 1 < cached ? top[at] : v.sum[at]) : 0.0;
-      node = node * kFanout + group_choose_child(c, lane, base, &u, &leaf);
-    }
-  }
-  if (i < batch && lane == 0) {
-    if (active) {
-      if (v.tree.levels == 1) leaf = v.sum[leaf0];
+      for (int d = 0; d + 1 < kMaxLevels; ++d) {
+        if (d + 1 < v.tree.levels) {  // the same in every thread
+          const int64_t at = v.tree.offset[d + 1] + node * kFanout;
+          double c[kFanout];
+          if (d + 1 < cached) {
+            load_children(top + at, c);
+          } else {
+            load_children(v.sum + at, c);
+          }
+          node = node * kFanout + choose_child(c, &u, &leaf);
+        }
+      }
       indices[i] = node;
       weights[i] = importance_weight(v, leaf, min_leaf, b);
     } else {
@@ -297,19 +320,41 @@ __device__ inline int record_position(unsigned long long* slot_index, int* slot_
   }
 }
 
+// Minimum and maximum over groups of 32 lanes (a whole warp on NVIDIA, half a wavefront on CDNA):
+// one redux instruction on sm_80 and later, five shuffle steps elsewhere.
+__device__ inline int lanes32_min(int value) {
+#if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_min_sync(redline::gpu::kFullLaneMask, value);
+#else
+  for (int offset = 16; offset > 0; offset /= 2) {
+    value = min(value, __shfl_xor_sync(redline::gpu::kFullLaneMask, value, offset, 32));
+  }
+  return value;
+#endif
+}
+__device__ inline unsigned int lanes32_max(unsigned int value) {
+#if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_max_sync(redline::gpu::kFullLaneMask, value);
+#else
+  for (int offset = 16; offset > 0; offset /= 2) {
+    value = max(value, __shfl_xor_sync(redline::gpu::kFullLaneMask, value, offset, 32));
+  }
+  return value;
+#endif
+}
+
 // ---- update -------------------------------------------------------------------------------------
 // Three phases, each one dependent global round trip: (1) every index checked, with its new leaf
 // value (priority^alpha, 0 marks a slot that is not sampleable) computed by the thread that loaded
 // it; (2) leaves written by the last occurrence of each index; (3) ancestors, level by level.
-__global__ void __launch_bounds__(kMaxThreads)
+__global__ void __launch_bounds__(kMaxThreads, 1)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
   allow_next_grid();
   wait_for_previous_grid();  // before any read: the indices may come from the kernel before
-  constexpr int kMaxWarps = kMaxThreads / 32;
-  __shared__ int warp_bad_index[kMaxWarps];  // first bad position seen by each warp, or INT_MAX
-  __shared__ int warp_bad_priority[kMaxWarps];
-  __shared__ unsigned int warp_max_bits[kMaxWarps];  // positive floats order like their bits
+  __shared__ int block_bad_index;  // first bad position in the batch, or INT_MAX
+  __shared__ int block_bad_priority;
+  __shared__ unsigned int block_max_bits;  // positive floats order like their bits
   __shared__ int64_t staged_index[kStagedIndices];
   __shared__ double staged_leaf[kStagedIndices];
   __shared__ unsigned long long slot_index[kLastSlots];
@@ -321,6 +366,11 @@ __global__ void __launch_bounds__(kMaxThreads)
   int bad_index = INT_MAX, bad_priority = INT_MAX;
   unsigned int max_bits = 0;
   int my_slot = -1;  // staged batches: the hash slot of index threadIdx.x
+  if (threadIdx.x == 0) {
+    block_bad_index = INT_MAX;
+    block_bad_priority = INT_MAX;
+    block_max_bits = 0;
+  }
   if (use_staged) {
     // Thread i stages index i (the block has at least `batch` threads). Its loads are issued
     // before the barrier that publishes the empty hash table, so their latency overlaps it.
@@ -350,6 +400,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       if (idx_ok) my_slot = record_position(slot_index, slot_last, idx, i);
     }
   } else {
+    __syncthreads();  // the block's reductions are initialized
     for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) {
       const int64_t idx = indices[i];
       const float p = priorities[i];
@@ -360,26 +411,19 @@ __global__ void __launch_bounds__(kMaxThreads)
       if (p_ok) max_bits = max(max_bits, __float_as_uint(p));
     }
   }
-  for (int offset = 16; offset > 0; offset /= 2) {  // per-warp reductions (32-lane groups)
-    bad_index = min(bad_index, __shfl_xor_sync(redline::gpu::kFullLaneMask, bad_index, offset, 32));
-    bad_priority =
-        min(bad_priority, __shfl_xor_sync(redline::gpu::kFullLaneMask, bad_priority, offset, 32));
-    max_bits = max(max_bits, __shfl_xor_sync(redline::gpu::kFullLaneMask, max_bits, offset, 32));
-  }
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int warps = static_cast<int>(blockDim.x + 31) / 32;
+  // Per 32 lanes, then one shared atomic per group of 32 with something to report.
+  bad_index = lanes32_min(bad_index);
+  bad_priority = lanes32_min(bad_priority);
+  max_bits = lanes32_max(max_bits);
   if (threadIdx.x % 32 == 0) {
-    warp_bad_index[warp] = bad_index;
-    warp_bad_priority[warp] = bad_priority;
-    warp_max_bits[warp] = max_bits;
+    if (bad_index != INT_MAX) atomicMin(&block_bad_index, bad_index);
+    if (bad_priority != INT_MAX) atomicMin(&block_bad_priority, bad_priority);
+    if (max_bits != 0) atomicMax(&block_max_bits, max_bits);
   }
   __syncthreads();
-#pragma unroll 4
-  for (int w = 0; w < warps; ++w) {
-    bad_index = min(bad_index, warp_bad_index[w]);
-    bad_priority = min(bad_priority, warp_bad_priority[w]);
-    max_bits = max(max_bits, warp_max_bits[w]);
-  }
+  bad_index = block_bad_index;
+  bad_priority = block_bad_priority;
+  max_bits = block_max_bits;
   if (bad_index != INT_MAX || bad_priority != INT_MAX) {  // nothing changes
     if (threadIdx.x == 0) {
       if (bad_index <= bad_priority) {
@@ -455,8 +499,7 @@ void insert(const ReplayView& v, const InsertSource& src, void* stream) {
 void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_device,
             int64_t* indices, float* weights, void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int64_t per_block = kSampleThreads / kFanout;
-  const auto blocks = static_cast<unsigned int>((batch + per_block - 1) / per_block);
+  const auto blocks = static_cast<unsigned int>((batch + kSampleThreads - 1) / kSampleThreads);
   const int cached = cached_levels(v.tree, kSampleCachedNodes);
   const int cached_nodes =
       cached > 0 ? static_cast<int>(v.tree.offset[cached - 1] + v.tree.count[cached - 1]) : 0;
