@@ -1,5 +1,5 @@
 // Sum/min tree: layout, invariants after long random insert/update sequences, leaf values against
-// an independent model of the rules, the portable power function, and descent edge cases.
+// an independent model of the rules, the portable power functions, and descent edge cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,6 +32,27 @@ TEST(ReplayMath, PortablePowMatchesStdPow) {
   EXPECT_NEAR(replay::portable_log(1e-310), std::log(1e-310), 1e-12);  // subnormal input
   EXPECT_EQ(replay::portable_exp(-800.0), 0.0);
   EXPECT_TRUE(std::isinf(replay::portable_exp(800.0)));
+}
+
+// The importance weight's power: float accuracy over ratios from 1 to the largest double and
+// exponents in [-1, 0], exact at the edges, 0 where the float range ends.
+TEST(ReplayMath, WeightPowerIsFloatAccurate) {
+  std::mt19937_64 rng(5);
+  double worst = 0;
+  for (int i = 0; i < 400000; ++i) {
+    double x = std::exp(std::uniform_real_distribution<double>(0, i % 8 == 0 ? 709 : 40)(rng));
+    if (i % 5 == 0) x = 1.0 + std::uniform_real_distribution<double>(0, 1e-4)(rng);
+    const double y = -std::uniform_real_distribution<double>(0, 1)(rng);
+    const double want = std::pow(x, y);
+    if (want < 1e-37) continue;  // below float's normal range
+    worst = std::max(worst, std::abs(replay::weight_power(x, y) - want) / want);
+  }
+  EXPECT_LT(worst, 3e-7);  // a few float roundings
+  EXPECT_EQ(replay::weight_power(1.0, -0.7), 1.0f);
+  EXPECT_EQ(replay::weight_power(123.0, 0.0), 1.0f);
+  EXPECT_EQ(replay::weight_power(2.0, -1.0), 0.5f);
+  EXPECT_EQ(replay::weight_power(1e300, -1.0), 0.0f);
+  EXPECT_EQ(replay::weight_power(1e308, -1.0), 0.0f);
 }
 
 TEST(ReplayMath, LayoutAndDescent) {
