@@ -6,11 +6,10 @@
 //
 // A batch of 128 is latency-bound (one dependent load per tree level, then a short scan), so the
 // kernels are laid out for the shortest dependent chain with the fewest instructions per warp.
-// Sample spreads its draws over blocks of kSampleThreads (one SM each), one thread per draw: each
-// level is one 128-byte line of children loaded into registers and the CPU's tree_choose_child
-// in registers, bit for bit, with no exchange between threads (a group of 16 lanes with shuffle
-// scans measured slower: each level waited on a chain of shuffles). The last block to read the
-// Philox offset advances it. Update
+// Sample spreads its draws over blocks of kSampleThreads (one SM each); a group of 16 lanes serves
+// one draw, each lane holding one child of the current node (one 128-byte line per group), and
+// finds the child with four shuffle steps of tree_prefix_sums and two ballots: the CPU's
+// tree_choose_child, bit for bit. The last block to read the Philox offset advances it. Update
 // stays one block, because each tree level must be final before its parents are recomputed
 // (__syncthreads between levels); kUpdateLanes lanes serve an index, each adding a quarter of a
 // node's children, and two butterfly steps give the parent in tree_combine's pairwise order.
@@ -30,7 +29,7 @@ constexpr int64_t kStagedIndices = 512;
 // global reads: up to 512 sum nodes (4 KiB: 3 levels at 1e7 leaves). Update reads the tree from
 // global memory only: a shared copy measured 0.6 µs slower there.
 constexpr int kSampleCachedNodes = 512;
-constexpr int kSampleThreads = 64;  // draws per block, one per thread
+constexpr int kSampleThreads = 128;  // 8 samples of kFanout lanes per block
 constexpr int kUpdateLanes = 4;      // lanes per updated index: 4 of a node's 16 children each
 constexpr int kMaxThreads = 1024;
 
@@ -42,49 +41,31 @@ int cached_levels(const TreeLayout& t, int most) {
   return levels;
 }
 
-// One step of a descent in one thread, bit for bit tree_choose_child: the 16 children's masses
-// c (registers), the prefix sums in tree_prefix_sums' order, the first positive child whose prefix
-// exceeds u, else the last positive child with u at its mass. Returns the child; updates u and
-// leaf (the chosen child's mass). Written as selects over unrolled loops, so that c and the prefix
-// sums stay in registers (an indexed read would go through local memory).
-__device__ inline int choose_child(const double (&c)[kFanout], double* u, double* leaf) {
-  double p[kFanout];
-  tree_prefix_sums(c, p);
-  int chosen = -1, last_positive = 0;
-  double next_u = 0.0, chosen_mass = 0.0, last_mass = c[0];
+// One step of a descent for the group of 16 lanes whose first lane is `base` in the warp: lane j
+// holds child j's mass c (0 in inactive groups). Returns the chosen child and updates u (the same
+// in every lane of the group) and leaf (the chosen child's mass). Every lane of the warp must call
+// it. Mirrors tree_choose_child: the prefix sums in tree_prefix_sums' order, the first positive
+// child whose prefix exceeds u, else the last positive child with u at its mass.
+__device__ inline int group_choose_child(double c, int lane, int base, double* u, double* leaf) {
+  double p = c;
 #pragma unroll
-  for (int j = 0; j < kFanout; ++j) {
-    const bool positive = c[j] > 0.0;
-    if (positive && *u < p[j] && chosen < 0) {
-      chosen = j;
-      next_u = *u - (j > 0 ? p[j - 1] : 0.0);
-      chosen_mass = c[j];
-    }
-    if (positive) {
-      last_positive = j;
-      last_mass = c[j];
-    }
+  for (int d = 1; d < kFanout; d *= 2) {
+    const double left = __shfl_up_sync(redline::gpu::kFullLaneMask, p, d, kFanout);
+    if (lane >= d) p = left + p;
   }
-  if (chosen < 0) {
-    chosen = last_positive;
-    next_u = last_mass;
-    chosen_mass = last_mass;
-  }
-  *u = next_u;
-  *leaf = chosen_mass;
+  double before = __shfl_up_sync(redline::gpu::kFullLaneMask, p, 1, kFanout);
+  if (lane == 0) before = 0.0;
+  const bool positive = c > 0.0;
+  const auto hits = static_cast<uint32_t>(
+      (__ballot_sync(redline::gpu::kFullLaneMask, positive && *u < p) >> base) & 0xFFFFu);
+  const auto masses = static_cast<uint32_t>(
+      (__ballot_sync(redline::gpu::kFullLaneMask, positive) >> base) & 0xFFFFu);
+  const int chosen = hits != 0 ? __ffs(static_cast<int>(hits)) - 1
+                               : (masses != 0 ? 31 - __clz(static_cast<int>(masses)) : 0);
+  const double next_u = hits != 0 ? *u - before : c;  // meaningful in lane `chosen`
+  *u = __shfl_sync(redline::gpu::kFullLaneMask, next_u, chosen, kFanout);
+  *leaf = __shfl_sync(redline::gpu::kFullLaneMask, c, chosen, kFanout);
   return chosen;
-}
-
-// The 16 children starting at src (a 128-byte line) into registers, as eight 16-byte loads.
-template <typename Pointer>
-__device__ inline void load_children(Pointer src, double (&c)[kFanout]) {
-  const auto* src2 = reinterpret_cast<const double2*>(src);
-#pragma unroll
-  for (int k = 0; k < kFanout / 2; ++k) {
-    const double2 pair = src2[k];
-    c[2 * k] = pair.x;
-    c[2 * k + 1] = pair.y;
-  }
 }
 
 __device__ void report_fault(DeviceFault* fault, int32_t code, int32_t position, double value) {
@@ -220,22 +201,18 @@ __global__ void insert_tree_kernel(ReplayView v) {
 }
 
 // ---- sample -------------------------------------------------------------------------------------
-// Thread t of block b draws sample b * blockDim.x + t, descending alone: each level is one line of
-// 16 children loaded into registers (from the block's copy of the top levels, or global memory)
-// and one choose_child, with no exchange between threads. blocks_done counts the blocks that have
-// read the Philox offset: the last one advances it and reports faults.
+// Group g of block b draws sample b * groups + g; every lane of a group holds one child of the
+// current node, and lane 0 writes the result. blocks_done counts the blocks that have read the
+// Philox offset: the last one advances it and reports faults.
 __global__ void __launch_bounds__(kSampleThreads)
     sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
                   int64_t* indices, float* weights,  // indices, weights: (batch,)
                   int cached, int cached_nodes) {    // the levels and nodes kept in `top`
-  alignas(16) __shared__ double top[kSampleCachedNodes];
+  __shared__ double top[kSampleCachedNodes];
   __shared__ uint64_t base_offset;
   allow_next_grid();
   wait_for_previous_grid();
-  // cached_nodes is a whole number of 16-node lines, so the copy moves 16-byte pairs.
-  for (int n = threadIdx.x; n < cached_nodes / 2; n += blockDim.x) {
-    reinterpret_cast<double2*>(top)[n] = reinterpret_cast<const double2*>(v.sum)[n];
-  }
+  for (int n = threadIdx.x; n < cached_nodes; n += blockDim.x) top[n] = v.sum[n];
   if (threadIdx.x == 0) base_offset = static_cast<uint64_t>(*v.rng_offset);
   const double min_leaf = v.min[0];
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
@@ -246,26 +223,26 @@ __global__ void __launch_bounds__(kSampleThreads)
   // Every thread of this block has its copy of the offset now, so the block is counted at once;
   // the count's value is first needed at the end, so its round trip overlaps the descent.
   const unsigned int counted_before = threadIdx.x == 0 ? atomicAdd(v.blocks_done, 1u) : 0u;
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i < batch) {
-    if (!empty && beta_ok) {
-      double u = stratified_point(v, base_offset, i, batch, total);
-      int64_t node = 0;
-      double leaf = v.tree.levels == 1 ? v.sum[v.tree.offset[0]] : 0.0;
-      // Unrolled over every possible level, so that each level's offset is a static parameter load.
+  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
+  const int lane = static_cast<int>(threadIdx.x) % kFanout;
+  const int base = static_cast<int>(threadIdx.x) % redline::gpu::kWarpSize - lane;
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x / kFanout) + threadIdx.x / kFanout;
+  const bool active = i < batch && !empty && beta_ok;
+  double u = active ? stratified_point(v, base_offset, i, batch, total) : 0.0;
+  int64_t node = 0;
+  double leaf = 0.0;  // the chosen leaf's mass: the last level's chosen child
+  // Unrolled over every possible level, so that each level's offset is a static parameter load.
 #pragma unroll
-      for (int d = 0; d + 1 < kMaxLevels; ++d) {
-        if (d + 1 < v.tree.levels) {  // the same in every thread
-          const int64_t at = v.tree.offset[d + 1] + node * kFanout;
-          double c[kFanout];
-          if (d + 1 < cached) {
-            load_children(top + at, c);
-          } else {
-            load_children(v.sum + at, c);
-          }
-          node = node * kFanout + choose_child(c, &u, &leaf);
-        }
-      }
+  for (int d = 0; d + 1 < kMaxLevels; ++d) {
+    if (d + 1 < v.tree.levels) {  // the same in every thread
+      const int64_t at = v.tree.offset[d + 1] + node * kFanout + lane;
+      const double c = active ? (d + 1 < cached ? top[at] : v.sum[at]) : 0.0;
+      node = node * kFanout + group_choose_child(c, lane, base, &u, &leaf);
+    }
+  }
+  if (i < batch && lane == 0) {
+    if (active) {
+      if (v.tree.levels == 1) leaf = v.sum[leaf0];
       indices[i] = node;
       weights[i] = importance_weight(v, leaf, min_leaf, b);
     } else {
@@ -303,6 +280,12 @@ __device__ inline int later_occurrence(const int64_t* scan, int64_t i, int64_t b
 constexpr int kLastSlotBits = 10;
 constexpr int kLastSlots = 1 << kLastSlotBits;
 static_assert(kLastSlots >= 2 * kStagedIndices, "the table stays at most half full");
+
+// Update's claims: one bit per node of the tree's top levels (levels 0 .. claimed-1, at most
+// kClaimWords * 32 nodes: down to the 65,536-node level). The first index to set a node's bit
+// recomputes that node; the others skip it. Without claims, every index sharing an ancestor
+// recomputes and stores it, and at the top levels a hundred stores to one address serialize.
+constexpr int kClaimWords = 2304;  // 73,728 nodes, 9 KiB
 constexpr unsigned long long kNoIndex = ~0ull;  // indices are checked to be >= 0 before insertion
 
 __device__ inline int record_position(unsigned long long* slot_index, int* slot_last, int64_t idx,
@@ -349,7 +332,8 @@ __device__ inline unsigned int lanes32_max(unsigned int value) {
 // it; (2) leaves written by the last occurrence of each index; (3) ancestors, level by level.
 __global__ void __launch_bounds__(kMaxThreads, 1)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
-                  const float* priorities) {  // indices, priorities: (batch,)
+                  const float* priorities,  // indices, priorities: (batch,)
+                  int claimed, int claim_words) {  // claimed levels and their bit words
   allow_next_grid();
   wait_for_previous_grid();  // before any read: the indices may come from the kernel before
   __shared__ int block_bad_index;  // first bad position in the batch, or INT_MAX
@@ -359,7 +343,13 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __shared__ double staged_leaf[kStagedIndices];
   __shared__ unsigned long long slot_index[kLastSlots];
   __shared__ int slot_last[kLastSlots];
+  __shared__ unsigned int claim_bits[kClaimWords];
+  __shared__ uint32_t staged_owner[kStagedIndices];  // bit d: the index's group recomputes level d
   const bool use_staged = batch <= kStagedIndices;
+  // Claims need one pass of groups: with several, a shared ancestor must be recomputed by the
+  // last pass, after the paths below it.
+  const bool use_claims = use_staged && batch <= static_cast<int64_t>(blockDim.x / kUpdateLanes);
+  const int leaf_level = v.tree.levels - 1;
   const int64_t capacity = v.rows * v.envs;
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
   const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
@@ -385,6 +375,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       slot_index[s] = kNoIndex;
       slot_last[s] = -1;
     }
+    if (use_claims) {
+      for (int w = i; w < claim_words; w += static_cast<int>(blockDim.x)) claim_bits[w] = 0u;
+    }
     __syncthreads();
     if (i < batch) {
       const bool idx_ok = idx >= 0 && idx < capacity;
@@ -398,6 +391,18 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       staged_index[i] = idx;
       staged_leaf[i] = idx_ok && p_ok && old_leaf > 0.0 ? powered : 0.0;
       if (idx_ok) my_slot = record_position(slot_index, slot_last, idx, i);
+      uint32_t owner = ~0u;
+      if (use_claims && idx_ok) {
+#pragma unroll
+        for (int d = 0; d + 1 < kMaxLevels; ++d) {
+          if (d < claimed && d < leaf_level) {  // the same in every thread
+            const int64_t bit = v.tree.offset[d] + (idx >> (4 * (leaf_level - d)));
+            const unsigned int mask = 1u << (bit & 31);
+            if (atomicOr(&claim_bits[bit >> 5], mask) & mask) owner &= ~(1u << d);
+          }
+        }
+      }
+      staged_owner[i] = owner;
     }
   } else {
     __syncthreads();  // the block's reductions are initialized
@@ -458,22 +463,24 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   }
   __syncthreads();
   // Ancestors: each pass of groups recomputes its indices' paths bottom-up, a barrier between
-  // levels. A later pass recomputes the ancestors it shares with an earlier one after all leaves
-  // are written, so every node ends final.
-  const int leaf_level = v.tree.levels - 1;
+  // levels; with claims, each node of the claimed levels by one group only. A later pass
+  // recomputes the ancestors it shares with an earlier one after all leaves are written, so every
+  // node ends final.
   for (int64_t first = 0; first < batch; first += groups) {
     const int64_t i = first + group;
     const int64_t idx = i >= batch ? 0 : (use_staged ? staged_index[i] : indices[i]);
+    const uint32_t owner = i < batch ? (use_claims ? staged_owner[i] : ~0u) : 0u;
     // Unrolled over every possible level, so that each level's offsets are static parameter loads.
 #pragma unroll
     for (int d = kMaxLevels - 2; d >= 0; --d) {
       if (d >= leaf_level) continue;  // the same in every thread
       const int64_t node = idx >> (4 * (leaf_level - d));
       const int64_t child = v.tree.offset[d + 1] + node * kFanout;
+      const bool computes = (owner >> d) & 1u;
       double s = 0.0, m = 0.0;
-      group_combine16(i < batch ? v.sum + child : nullptr, i < batch ? v.min + child : nullptr,
-                      lane, &s, &m);
-      if (i < batch && lane == 0) {  // groups sharing a parent write the same bits
+      group_combine16(computes ? v.sum + child : nullptr, computes ? v.min + child : nullptr, lane,
+                      &s, &m);
+      if (computes && lane == 0) {  // unclaimed levels: groups sharing a parent write equal bits
         v.sum[v.tree.offset[d] + node] = s;
         v.min[v.tree.offset[d] + node] = m;
       }
@@ -499,7 +506,8 @@ void insert(const ReplayView& v, const InsertSource& src, void* stream) {
 void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_device,
             int64_t* indices, float* weights, void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const auto blocks = static_cast<unsigned int>((batch + kSampleThreads - 1) / kSampleThreads);
+  const int64_t per_block = kSampleThreads / kFanout;
+  const auto blocks = static_cast<unsigned int>((batch + per_block - 1) / per_block);
   const int cached = cached_levels(v.tree, kSampleCachedNodes);
   const int cached_nodes =
       cached > 0 ? static_cast<int>(v.tree.offset[cached - 1] + v.tree.count[cached - 1]) : 0;
@@ -510,8 +518,16 @@ void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_d
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  int claimed = 0;
+  while (claimed < v.tree.levels &&
+         v.tree.offset[claimed] + v.tree.count[claimed] <= int64_t{kClaimWords} * 32) {
+    ++claimed;
+  }
+  const int64_t claimed_nodes =
+      claimed > 0 ? v.tree.offset[claimed - 1] + v.tree.count[claimed - 1] : 0;
+  const int claim_words = static_cast<int>((claimed_nodes + 31) / 32);
   launch_chained(update_kernel, 1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v, batch,
-                 indices, priorities);
+                 indices, priorities, claimed, claim_words);
 }
 
 }  // namespace redline::rl::replay::gpu
