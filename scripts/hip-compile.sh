@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles every GPU kernel source (src/backend/gpu/*.cu) with hipcc for AMD targets: compile only.
+# Compiles every GPU kernel source (src/backend/gpu/*.cu, bench/*.cu) with hipcc for AMD targets:
+# compile only.
 # Usage: scripts/hip-compile.sh [arch ...]   (default: gfx90a gfx942 gfx1100)
 #
 # Debian 12 ships ROCm 5.2 (clang 15). Two gaps are bridged here and reported, never hidden:
@@ -55,7 +56,7 @@ for arch in "${archs[@]}"; do
 done
 
 status=0
-for source in src/backend/gpu/*.cu; do
+for source in src/backend/gpu/*.cu bench/*.cu; do
   if hipcc -x hip -std=c++20 -O2 -ffp-contract=off -DREDLINE_HAS_GPU=1 -DREDLINE_GPU_VENDOR='"hip"' \
        -DREDLINE_GPU_ARCHS='"gfx90a,gfx942,gfx1100"' -Iinclude -Isrc -Isrc/backend/gpu \
        "${flags[@]}" -c "$source" -o "$work/$(basename "$source").o"; then

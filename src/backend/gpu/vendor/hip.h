@@ -27,6 +27,7 @@
 
 #define cudaMalloc hipMalloc
 #define cudaFree hipFree
+#define cudaMemset hipMemset
 #define cudaMallocHost hipHostMalloc
 #define cudaFreeHost hipHostFree
 #define cudaMemcpy hipMemcpy
