@@ -280,12 +280,6 @@ __device__ inline int later_occurrence(const int64_t* scan, int64_t i, int64_t b
 constexpr int kLastSlotBits = 10;
 constexpr int kLastSlots = 1 << kLastSlotBits;
 static_assert(kLastSlots >= 2 * kStagedIndices, "the table stays at most half full");
-
-// Update's claims: one bit per node of the tree's top levels (levels 0 .. claimed-1, at most
-// kClaimWords * 32 nodes: down to the 65,536-node level). The first index to set a node's bit
-// recomputes that node; the others skip it. Without claims, every index sharing an ancestor
-// recomputes and stores it, and at the top levels a hundred stores to one address serialize.
-constexpr int kClaimWords = 2304;  // 73,728 nodes, 9 KiB
 constexpr unsigned long long kNoIndex = ~0ull;  // indices are checked to be >= 0 before insertion
 
 __device__ inline int record_position(unsigned long long* slot_index, int* slot_last, int64_t idx,
@@ -332,10 +326,9 @@ __device__ inline unsigned int lanes32_max(unsigned int value) {
 // it; (2) leaves written by the last occurrence of each index; (3) ancestors, level by level.
 __global__ void __launch_bounds__(kMaxThreads, 1)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
-                  const float* priorities,  // indices, priorities: (batch,)
-                  int claimed, int claim_words) {  // claimed levels and their bit words
+                  const float* priorities) {  // indices, priorities: (batch,)
   allow_next_grid();
-  wait_for_previous_grid();  // before any read: the indices may come from the kernel before
+  wait_for_previous_grid();        // before any read: the indices may come from the kernel before
   __shared__ int block_bad_index;  // first bad position in the batch, or INT_MAX
   __shared__ int block_bad_priority;
   __shared__ unsigned int block_max_bits;  // positive floats order like their bits
@@ -343,12 +336,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __shared__ double staged_leaf[kStagedIndices];
   __shared__ unsigned long long slot_index[kLastSlots];
   __shared__ int slot_last[kLastSlots];
-  __shared__ unsigned int claim_bits[kClaimWords];
-  __shared__ uint32_t staged_owner[kStagedIndices];  // bit d: the index's group recomputes level d
   const bool use_staged = batch <= kStagedIndices;
-  // Claims need one pass of groups: with several, a shared ancestor must be recomputed by the
-  // last pass, after the paths below it.
-  const bool use_claims = use_staged && batch <= static_cast<int64_t>(blockDim.x / kUpdateLanes);
   const int leaf_level = v.tree.levels - 1;
   const int64_t capacity = v.rows * v.envs;
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
@@ -375,9 +363,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       slot_index[s] = kNoIndex;
       slot_last[s] = -1;
     }
-    if (use_claims) {
-      for (int w = i; w < claim_words; w += static_cast<int>(blockDim.x)) claim_bits[w] = 0u;
-    }
     __syncthreads();
     if (i < batch) {
       const bool idx_ok = idx >= 0 && idx < capacity;
@@ -391,18 +376,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       staged_index[i] = idx;
       staged_leaf[i] = idx_ok && p_ok && old_leaf > 0.0 ? powered : 0.0;
       if (idx_ok) my_slot = record_position(slot_index, slot_last, idx, i);
-      uint32_t owner = ~0u;
-      if (use_claims && idx_ok) {
-#pragma unroll
-        for (int d = 0; d + 1 < kMaxLevels; ++d) {
-          if (d < claimed && d < leaf_level) {  // the same in every thread
-            const int64_t bit = v.tree.offset[d] + (idx >> (4 * (leaf_level - d)));
-            const unsigned int mask = 1u << (bit & 31);
-            if (atomicOr(&claim_bits[bit >> 5], mask) & mask) owner &= ~(1u << d);
-          }
-        }
-      }
-      staged_owner[i] = owner;
     }
   } else {
     __syncthreads();  // the block's reductions are initialized
@@ -463,24 +436,23 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   }
   __syncthreads();
   // Ancestors: each pass of groups recomputes its indices' paths bottom-up, a barrier between
-  // levels; with claims, each node of the claimed levels by one group only. A later pass
-  // recomputes the ancestors it shares with an earlier one after all leaves are written, so every
-  // node ends final.
+  // levels. A later pass recomputes the ancestors it shares with an earlier one after all leaves
+  // are written, so every node ends final. (Electing one group per shared ancestor, through a bit
+  // per node set with shared atomics, measured 0.65 us slower: the atomics cost more than the
+  // duplicate loads and stores they save.)
   for (int64_t first = 0; first < batch; first += groups) {
     const int64_t i = first + group;
     const int64_t idx = i >= batch ? 0 : (use_staged ? staged_index[i] : indices[i]);
-    const uint32_t owner = i < batch ? (use_claims ? staged_owner[i] : ~0u) : 0u;
     // Unrolled over every possible level, so that each level's offsets are static parameter loads.
 #pragma unroll
     for (int d = kMaxLevels - 2; d >= 0; --d) {
       if (d >= leaf_level) continue;  // the same in every thread
       const int64_t node = idx >> (4 * (leaf_level - d));
       const int64_t child = v.tree.offset[d + 1] + node * kFanout;
-      const bool computes = (owner >> d) & 1u;
       double s = 0.0, m = 0.0;
-      group_combine16(computes ? v.sum + child : nullptr, computes ? v.min + child : nullptr, lane,
-                      &s, &m);
-      if (computes && lane == 0) {  // unclaimed levels: groups sharing a parent write equal bits
+      group_combine16(i < batch ? v.sum + child : nullptr, i < batch ? v.min + child : nullptr,
+                      lane, &s, &m);
+      if (i < batch && lane == 0) {  // groups sharing a parent write the same bits
         v.sum[v.tree.offset[d] + node] = s;
         v.min[v.tree.offset[d] + node] = m;
       }
@@ -518,16 +490,8 @@ void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_d
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  int claimed = 0;
-  while (claimed < v.tree.levels &&
-         v.tree.offset[claimed] + v.tree.count[claimed] <= int64_t{kClaimWords} * 32) {
-    ++claimed;
-  }
-  const int64_t claimed_nodes =
-      claimed > 0 ? v.tree.offset[claimed - 1] + v.tree.count[claimed - 1] : 0;
-  const int claim_words = static_cast<int>((claimed_nodes + 31) / 32);
   launch_chained(update_kernel, 1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v, batch,
-                 indices, priorities, claimed, claim_words);
+                 indices, priorities);
 }
 
 }  // namespace redline::rl::replay::gpu
