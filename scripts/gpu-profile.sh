@@ -8,8 +8,9 @@
 # Usage: scripts/gpu-profile.sh <bench target> <kernel regex> [bench arguments ...]
 #   e.g. scripts/gpu-profile.sh bench_replay 'sample_kernel|update_kernel' 1000000
 # SKIP (default 2000) matching launches are skipped first (warm-up and fill), then COUNT (default
-# 20) are profiled; Nsight Compute locks clocks to base and flushes caches between launches, so
-# compare its durations with each other, not with the bench's figures.
+# 20) are profiled. Nsight Compute locks clocks to base, so compare its durations with each other,
+# not with the bench's figures. Caches stay warm between launches (--cache-control none), as they
+# are in the bench; CACHE=all flushes them instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -ge 2 ]] || { sed -n '2,14p' "$0"; exit 2; }
@@ -26,7 +27,7 @@ cmake --build "$build" -j "$(nproc)" --target "$target" >"$OUT/profile_build.log
   { tail -30 "$OUT/profile_build.log"; exit 1; }
 program=$(find "$build" -name "$target" -type f -perm -u+x | head -1)
 [[ -n "$program" ]] || { echo "gpu-profile: no program $target in $build" >&2; exit 1; }
-common=(-k "regex:$kernels" -s "${SKIP:-2000}" -c "${COUNT:-20}")
+common=(-k "regex:$kernels" -s "${SKIP:-2000}" -c "${COUNT:-20}" --cache-control "${CACHE:-none}")
 ncu "${common[@]}" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
   --section LaunchStats --section InstructionStats "$program" "$@" >"$OUT/profile_summary.txt" 2>&1
 # The sampling option's name differs between Nsight Compute versions.
