@@ -49,7 +49,7 @@ double per_kernel_us(Launch launch) {
   GPU_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
   for (int i = 0; i < kKernels; ++i) launch(s);
   GPU_CHECK(cudaStreamEndCapture(s, &graph));
-  GPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  GPU_CHECK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
   GPU_CHECK(cudaGraphLaunch(exec, s));
   GPU_CHECK(cudaStreamSynchronize(s));
   std::vector<double> us;

@@ -297,24 +297,20 @@ __device__ inline int record_position(unsigned long long* slot_index, int* slot_
   }
 }
 
-// Minimum and maximum over groups of 32 lanes (a whole warp on NVIDIA, half a wavefront on CDNA):
-// one redux instruction on sm_80 and later, five shuffle steps elsewhere.
-__device__ inline int lanes32_min(int value) {
+// Minimum (kMax false) or maximum over groups of 32 lanes (a whole warp on NVIDIA, half a
+// wavefront on CDNA): one redux instruction on sm_80 and later, five shuffle steps elsewhere.
+template <bool kMax, typename T>
+__device__ inline T lanes32_extreme(T value) {
 #if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_min_sync(redline::gpu::kFullLaneMask, value);
-#else
-  for (int offset = 16; offset > 0; offset /= 2) {
-    value = min(value, __shfl_xor_sync(redline::gpu::kFullLaneMask, value, offset, 32));
+  if constexpr (kMax) {
+    return __reduce_max_sync(redline::gpu::kFullLaneMask, value);
+  } else {
+    return __reduce_min_sync(redline::gpu::kFullLaneMask, value);
   }
-  return value;
-#endif
-}
-__device__ inline unsigned int lanes32_max(unsigned int value) {
-#if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_max_sync(redline::gpu::kFullLaneMask, value);
 #else
   for (int offset = 16; offset > 0; offset /= 2) {
-    value = max(value, __shfl_xor_sync(redline::gpu::kFullLaneMask, value, offset, 32));
+    const T other = __shfl_xor_sync(redline::gpu::kFullLaneMask, value, offset, 32);
+    value = kMax ? max(value, other) : min(value, other);
   }
   return value;
 #endif
@@ -390,9 +386,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     }
   }
   // Per 32 lanes, then one shared atomic per group of 32 with something to report.
-  bad_index = lanes32_min(bad_index);
-  bad_priority = lanes32_min(bad_priority);
-  max_bits = lanes32_max(max_bits);
+  bad_index = lanes32_extreme<false>(bad_index);
+  bad_priority = lanes32_extreme<false>(bad_priority);
+  max_bits = lanes32_extreme<true>(max_bits);
   if (threadIdx.x % 32 == 0) {
     if (bad_index != INT_MAX) atomicMin(&block_bad_index, bad_index);
     if (bad_priority != INT_MAX) atomicMin(&block_bad_priority, bad_priority);
