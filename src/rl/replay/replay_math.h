@@ -248,7 +248,7 @@ REDLINE_HD inline float weight_power(double ratio, double y) {
   if (t < -745.2) return 0.0f;
   const double k = static_cast<double>(static_cast<int64_t>(t * kInvLn2 - 0.5));  // round
   const float r = static_cast<float>((t - k * kLn2Hi) - k * kLn2Lo);              // |r| <= 0.35
-  float q = 1.0f / 5040.0f;  // e^r to r^7/7!
+  float q = 1.0f / 5040.0f;                                                       // e^r to r^7/7!
   q = fma_f(q, r, 1.0f / 720.0f);
   q = fma_f(q, r, 1.0f / 120.0f);
   q = fma_f(q, r, 1.0f / 24.0f);
