@@ -73,7 +73,8 @@ REDLINE_HD inline double u32x2_to_unit_double(uint32_t a, uint32_t b) {
   return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
-// Natural logarithm of x in (0, 1], deterministic across devices (max error about 2 ulp).
+// Natural logarithm of a positive normal float x (Philox uses it on (0, 1]), deterministic across
+// devices (max error about 2 ulp).
 REDLINE_HD inline float portable_log_unit(float x) {
   using namespace philox_detail;
   union {

@@ -335,7 +335,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   const bool use_staged = batch <= kStagedIndices;
   const int leaf_level = v.tree.levels - 1;
   const int64_t capacity = v.rows * v.envs;
-  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
+  const int64_t leaf0 = v.tree.offset[leaf_level];
   const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
   int bad_index = INT_MAX, bad_priority = INT_MAX;
   unsigned int max_bits = 0;

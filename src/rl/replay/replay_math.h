@@ -221,29 +221,18 @@ REDLINE_HD inline double portable_pow(double x, double y) {
 }
 
 // ratio^y for ratio >= 1 and -1 <= y <= 0, rounded to float: an importance weight. The exponent
-// of ratio and the scaling by 2^k are exact, the split y * ln(ratio) = k ln 2 + r is in double, and
-// the two polynomials (ln on [sqrt(1/2), sqrt(2)), exp on |r| <= ln(2)/2) are in float, which is
-// all a float result needs: relative error about 3e-7, against portable_pow's dependent chain of
-// about thirty double operations.
+// of ratio and the scaling by 2^k are exact, ln of the mantissa is Philox's float logarithm, the
+// split y * ln(ratio) = k ln 2 + r is in double, and e^r is a float polynomial on |r| <= ln(2)/2,
+// which is all a float result needs: relative error about 3e-7, against portable_pow's dependent
+// chain of about thirty double operations.
 REDLINE_HD inline float weight_power(double ratio, double y) {
   if (y == 0.0 || ratio == 1.0) return 1.0f;
   const uint64_t bits = double_to_bits(ratio);
-  int e = static_cast<int>((bits >> 52) & 0x7FF) - 1023;  // ratio >= 1 is normal
-  float m = static_cast<float>(
-      bits_to_double((bits & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull));  // [1, 2)
-  if (m > 1.41421356f) {
-    m = m * 0.5f;
-    e += 1;
-  }
-  const float s = (m - 1.0f) / (m + 1.0f);  // |s| <= 0.1716
-  const float s2 = s * s;
-  float poly = 1.0f / 9.0f;  // ln(m) = 2 atanh(s) = 2 (s + s^3/3 + ... + s^9/9)
-  poly = fma_f(poly, s2, 1.0f / 7.0f);
-  poly = fma_f(poly, s2, 1.0f / 5.0f);
-  poly = fma_f(poly, s2, 1.0f / 3.0f);
-  poly = fma_f(poly, s2, 1.0f);
+  const int e = static_cast<int>((bits >> 52) & 0x7FF) - 1023;  // ratio >= 1 is normal
+  const auto m = static_cast<float>(
+      bits_to_double((bits & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull));  // [1, 2]
   const double log_ratio =
-      static_cast<double>(e) * (kLn2Hi + kLn2Lo) + static_cast<double>((2.0f * s) * poly);
+      static_cast<double>(e) * (kLn2Hi + kLn2Lo) + static_cast<double>(portable_log_unit(m));
   const double t = y * log_ratio;  // in [-745.2, 0] for ratios up to the largest double
   if (t < -745.2) return 0.0f;
   const double k = static_cast<double>(static_cast<int64_t>(t * kInvLn2 - 0.5));  // round
