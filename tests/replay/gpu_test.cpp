@@ -159,6 +159,71 @@ TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
                                   c.capacity);
 }
 
+// Update has two paths on the GPU: batches up to 512 are staged in shared memory (duplicates found
+// through a hash table), larger ones are read from global memory. Both must leave the CPU's trees
+// bit for bit after every update, at every depth (1 to 6 levels of ancestors), with duplicates
+// (the last occurrence wins), with slots that are not sampleable (left alone), and with inserts
+// between the updates.
+TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
+  REDLINE_REQUIRE_GPU();
+  const int64_t batches[] = {1, 3, 16, 64, 127, 128, 129, 300, 512, 513};
+  const struct {
+    int64_t envs, rows;
+  } shapes[] = {{4, 4}, {8, 25}, {50, 100}, {100, 700}, {1000, 1100}};
+  for (const auto& shape : shapes) {
+    const ReplayConfig c = scalar_prioritized(shape.envs, shape.rows, Device::cpu());
+    ReplayConfig g = c;
+    g.device = kGpu;
+    ReplayMemory cpu(c), gpu(g);
+    SCOPED_TRACE(::testing::Message() << "capacity " << c.capacity << ", "
+                                      << cpu.tree_level_offsets().size() << " levels");
+    std::mt19937 rng(static_cast<uint32_t>(c.capacity));
+    const auto insert_both = [&](int64_t step) {
+      std::vector<float> r(static_cast<size_t>(shape.envs), static_cast<float>(step));
+      std::vector<uint8_t> done(static_cast<size_t>(shape.envs), 0);
+      for (size_t e = 0; e < done.size(); e += 7) done[e] = static_cast<uint8_t>(step % 3 == 0);
+      const std::vector<float> obs(static_cast<size_t>(shape.envs), 0.5f);
+      const std::vector<int64_t> act(static_cast<size_t>(shape.envs), 1);
+      const std::vector<uint8_t> no(static_cast<size_t>(shape.envs), 0);
+      for (ReplayMemory* m : {&cpu, &gpu}) {
+        const Device dev = m == &cpu ? Device::cpu() : kGpu;
+        m->insert(
+            Tensor::from_host(obs, {shape.envs, 1}, dev), Tensor::from_host(act, {shape.envs}, dev),
+            Tensor::from_host(r, {shape.envs}, dev), Tensor::from_host(done, {shape.envs}, dev),
+            Tensor::from_host(no, {shape.envs}, dev));
+      }
+    };
+    // Partly filled, so that many slots are not sampleable yet.
+    for (int64_t step = 0; step < shape.rows / 2 + 2; ++step) insert_both(step);
+    int64_t mismatched = 0, round = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const int64_t b : batches) {
+        std::vector<int64_t> idx(static_cast<size_t>(b));
+        for (auto& i : idx) i = std::uniform_int_distribution<int64_t>(0, c.capacity - 1)(rng);
+        for (size_t j = 3; j < idx.size(); j += 4) idx[j] = idx[j / 4];  // duplicates
+        std::vector<float> p(static_cast<size_t>(b));
+        for (auto& x : p) x = std::uniform_real_distribution<float>(1e-3f, 1e3f)(rng);
+        cpu.update_priorities(Tensor::from_host(idx, {b}), Tensor::from_host(p, {b}));
+        gpu.update_priorities(Tensor::from_host(idx, {b}, kGpu), Tensor::from_host(p, {b}, kGpu));
+        const auto cs = cpu.sum_tree_host(), gs = gpu.sum_tree_host();
+        const bool same = cs.size() == gs.size() &&
+                          std::memcmp(cs.data(), gs.data(), cs.size() * sizeof(double)) == 0 &&
+                          cpu.min_tree_host() == gpu.min_tree_host();
+        if (!same) {
+          ++mismatched;
+          ADD_FAILURE() << "trees differ after an update of batch " << b;
+        }
+        if (++round % 3 == 0) insert_both(shape.rows + round);
+      }
+    }
+    gpu.check_errors();
+    EXPECT_EQ(mismatched, 0);
+    EXPECT_EQ(cpu.max_priority(), gpu.max_priority());
+    testing::expect_tree_invariants(gpu.sum_tree_host(), gpu.min_tree_host(),
+                                    gpu.tree_level_offsets(), c.capacity);
+  }
+}
+
 TEST(GpuReplay, CapturedStepReplaysLikeEagerCpu) {
   REDLINE_REQUIRE_GPU();
   ReplayConfig c;

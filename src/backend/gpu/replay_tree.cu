@@ -231,14 +231,14 @@ __global__ void __launch_bounds__(kSampleThreads)
   double u = active ? stratified_point(v, base_offset, i, batch, total) : 0.0;
   int64_t node = 0;
   double leaf = 0.0;  // the chosen leaf's mass: the last level's chosen child
-  // Unrolled over every possible level, so that each level's offset is a static parameter load.
-#pragma unroll
-  for (int d = 0; d + 1 < kMaxLevels; ++d) {
-    if (d + 1 < v.tree.levels) {  // the same in every thread
-      const int64_t at = v.tree.offset[d + 1] + node * kFanout + lane;
-      const double c = active ? (d + 1 < cached ? top[at] : v.sum[at]) : 0.0;
-      node = node * kFanout + group_choose_child(c, lane, base, &u, &leaf);
-    }
+  // A loop, not unrolled over every possible level: the offset is a parameter load at a computed
+  // address, and the kernel is half the size (11 KB instead of 22 KB), which measured 0.15 us
+  // faster on the H200.
+#pragma unroll 1
+  for (int d = 0; d + 1 < v.tree.levels; ++d) {
+    const int64_t at = v.tree.offset[d + 1] + node * kFanout + lane;
+    const double c = active ? (d + 1 < cached ? top[at] : v.sum[at]) : 0.0;
+    node = node * kFanout + group_choose_child(c, lane, base, &u, &leaf);
   }
   if (i < batch && lane == 0) {
     if (active) {
