@@ -91,26 +91,22 @@ int threads_for(int64_t work, int most) {
   return t;
 }
 
-// One lane's quarter of a node's 16 children: the sums and minima of children 4 * lane .. 4 * lane
-// + 3 of its group, loaded as two 16-byte words each.
-struct Quarter {
-  double sum[4];
-  double min[4];
-};
-
-__device__ inline Quarter load_quarter(const ReplayView& v, int64_t first) {
-  const double2* s2 = reinterpret_cast<const double2*>(v.sum + first);
-  const double2* m2 = reinterpret_cast<const double2*>(v.min + first);
-  const double2 s_lo = s2[0], s_hi = s2[1], m_lo = m2[0], m_hi = m2[1];
-  return {{s_lo.x, s_lo.y, s_hi.x, s_hi.y}, {m_lo.x, m_lo.y, m_hi.x, m_hi.y}};
-}
-
-// tree_combine of a node from its group's quarters: each of the kUpdateLanes lanes adds its own,
-// and two butterfly steps give every lane the parent. Every lane of the warp must call it.
-__device__ inline void group_combine(const Quarter& q, double* sum_out, double* min_out) {
+// tree_combine of the 16 children at sum_src / min_src: each of a group's kUpdateLanes lanes adds
+// its quarter, and two butterfly steps give every lane the parent. Every lane of the warp must
+// call it; inactive groups pass nullptr.
+__device__ inline void group_combine16(const double* sum_src, const double* min_src, int lane,
+                                       double* sum_out, double* min_out) {
   static_assert(kFanout == 4 * kUpdateLanes, "each lane adds one quarter of a node");
-  double s = tree_quarter_sum(q.sum);
-  double m = tree_quarter_min(q.min);
+  double s = 0.0, m = 0.0;
+  if (sum_src != nullptr) {
+    const double2* s2 = reinterpret_cast<const double2*>(sum_src) + 2 * lane;
+    const double2* m2 = reinterpret_cast<const double2*>(min_src) + 2 * lane;
+    const double2 s_lo = s2[0], s_hi = s2[1], m_lo = m2[0], m_hi = m2[1];
+    const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
+    const double quarter_min[4] = {m_lo.x, m_lo.y, m_hi.x, m_hi.y};
+    s = tree_quarter_sum(quarter_sum);
+    m = tree_quarter_min(quarter_min);
+  }
 #pragma unroll
   for (int step = 1; step < kUpdateLanes; step *= 2) {
     s = s + __shfl_xor_sync(redline::gpu::kFullLaneMask, s, step, kUpdateLanes);
@@ -301,37 +297,6 @@ __device__ inline int record_position(unsigned long long* slot_index, int* slot_
   }
 }
 
-// Replaces the leaves first .. first + 3 of a quarter that this batch rewrites with their new
-// values: a leaf is rewritten by the last position of its index (slot_last) when its staged value
-// is positive, exactly as phase (2) writes it. The four first probes are issued together.
-__device__ inline void patch_staged_leaves(const unsigned long long* slot_index,
-                                           const int* slot_last, const double* staged_leaf,
-                                           int64_t first, Quarter* q) {
-  int slot[4];
-  unsigned long long held[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const auto key = static_cast<unsigned long long>(first + j);
-    slot[j] = static_cast<int>((key * 0x9E3779B97F4A7C15ull) >> (64 - kLastSlotBits));
-    held[j] = slot_index[slot[j]];
-  }
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const auto key = static_cast<unsigned long long>(first + j);
-    while (held[j] != key && held[j] != kNoIndex) {
-      slot[j] = (slot[j] + 1) & (kLastSlots - 1);
-      held[j] = slot_index[slot[j]];
-    }
-    if (held[j] == key) {
-      const double value = staged_leaf[slot_last[slot[j]]];
-      if (value > 0.0) {
-        q->sum[j] = value;
-        q->min[j] = value;
-      }
-    }
-  }
-}
-
 // Minimum (kMax false) or maximum over groups of 32 lanes (a whole warp on NVIDIA, half a
 // wavefront on CDNA): one redux instruction on sm_80 and later, five shuffle steps elsewhere.
 template <bool kMax, typename T>
@@ -354,18 +319,8 @@ __device__ inline T lanes32_extreme(T value) {
 // ---- update -------------------------------------------------------------------------------------
 // Three phases, each one dependent global round trip: (1) every index checked, with its new leaf
 // value (priority^alpha, 0 marks a slot that is not sampleable) computed by the thread that loaded
-// it; (2) leaves written by the last occurrence of each index; (3) ancestors, level by level: a
-// level's children are stored, then loaded back after a barrier (0.3 to 0.9 us per level on the
-// H200, the deepest level the dearest).
-//
-// Batches of at most kLeafExchangeBatch (kLeafExchange, one group per index) skip that round
-// trip at the deepest level: each group loads its index's 16 sibling leaves when the index
-// arrives, and takes the leaves this batch rewrites from the staged values in shared memory.
-constexpr int64_t kLeafExchangeBatch = 128;
-constexpr int kLeafExchangeThreads = kUpdateLanes * static_cast<int>(kLeafExchangeBatch);
-
-template <bool kLeafExchange>
-__global__ void __launch_bounds__(kLeafExchange ? kLeafExchangeThreads : kMaxThreads, 1)
+// it; (2) leaves written by the last occurrence of each index; (3) ancestors, level by level.
+__global__ void __launch_bounds__(kMaxThreads, 1)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
   allow_next_grid();
@@ -385,10 +340,6 @@ __global__ void __launch_bounds__(kLeafExchange ? kLeafExchangeThreads : kMaxThr
   int bad_index = INT_MAX, bad_priority = INT_MAX;
   unsigned int max_bits = 0;
   int my_slot = -1;  // staged batches: the hash slot of index threadIdx.x
-  const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
-  const int64_t group = threadIdx.x / kUpdateLanes;
-  const int64_t groups = blockDim.x / kUpdateLanes;
-  Quarter leaves = {};  // kLeafExchange: the group's quarter of its index's sibling leaves
   if (threadIdx.x == 0) {
     block_bad_index = INT_MAX;
     block_bad_priority = INT_MAX;
@@ -403,13 +354,6 @@ __global__ void __launch_bounds__(kLeafExchange ? kLeafExchangeThreads : kMaxThr
     if (i < batch) {
       idx = indices[i];
       p = priorities[i];
-    }
-    if constexpr (kLeafExchange) {
-      if (group < batch && leaf_level > 0) {
-        const int64_t path = indices[group];
-        const int64_t first = path >= 0 && path < capacity ? (path >> 4) * kFanout : 0;
-        leaves = load_quarter(v, leaf0 + first + 4 * lane);  // a bad index stores nothing
-      }
     }
     for (int s = i; s < kLastSlots; s += static_cast<int>(blockDim.x)) {
       slot_index[s] = kNoIndex;
@@ -465,6 +409,9 @@ __global__ void __launch_bounds__(kLeafExchange ? kLeafExchangeThreads : kMaxThr
     return;
   }
   // Leaves: only the last occurrence of an index writes, and only while the slot is sampleable.
+  const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
+  const int64_t group = threadIdx.x / kUpdateLanes;
+  const int64_t groups = blockDim.x / kUpdateLanes;
   if (use_staged) {
     const int i = static_cast<int>(threadIdx.x);
     if (i < batch && slot_last[my_slot] == i && staged_leaf[i] > 0.0) {
@@ -483,7 +430,7 @@ __global__ void __launch_bounds__(kLeafExchange ? kLeafExchangeThreads : kMaxThr
       }
     }
   }
-  if (!kLeafExchange) __syncthreads();  // the deepest level reads the leaves back
+  __syncthreads();
   // Ancestors: each pass of groups recomputes its indices' paths bottom-up, a barrier between
   // levels. A later pass recomputes the ancestors it shares with an earlier one after all leaves
   // are written, so every node ends final. (Electing one group per shared ancestor, through a bit
@@ -497,17 +444,10 @@ __global__ void __launch_bounds__(kLeafExchange ? kLeafExchangeThreads : kMaxThr
     for (int d = kMaxLevels - 2; d >= 0; --d) {
       if (d >= leaf_level) continue;  // the same in every thread
       const int64_t node = idx >> (4 * (leaf_level - d));
-      Quarter q = {};
-      if (kLeafExchange && d + 1 == leaf_level) {
-        q = leaves;
-        if (i < batch) {
-          patch_staged_leaves(slot_index, slot_last, staged_leaf, node * kFanout + 4 * lane, &q);
-        }
-      } else if (i < batch) {
-        q = load_quarter(v, v.tree.offset[d + 1] + node * kFanout + 4 * lane);
-      }
+      const int64_t child = v.tree.offset[d + 1] + node * kFanout;
       double s = 0.0, m = 0.0;
-      group_combine(q, &s, &m);
+      group_combine16(i < batch ? v.sum + child : nullptr, i < batch ? v.min + child : nullptr,
+                      lane, &s, &m);
       if (i < batch && lane == 0) {  // groups sharing a parent write the same bits
         v.sum[v.tree.offset[d] + node] = s;
         v.min[v.tree.offset[d] + node] = m;
@@ -546,13 +486,8 @@ void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_d
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (batch <= kLeafExchangeBatch) {
-    launch_chained(update_kernel<true>, 1, threads_for(batch * kUpdateLanes, kLeafExchangeThreads),
-                   0, s, v, batch, indices, priorities);
-  } else {
-    launch_chained(update_kernel<false>, 1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v,
-                   batch, indices, priorities);
-  }
+  launch_chained(update_kernel, 1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v, batch,
+                 indices, priorities);
 }
 
 }  // namespace redline::rl::replay::gpu
