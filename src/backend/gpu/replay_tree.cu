@@ -439,7 +439,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   for (int64_t first = 0; first < batch; first += groups) {
     const int64_t i = first + group;
     const int64_t idx = i >= batch ? 0 : (use_staged ? staged_index[i] : indices[i]);
-    // Unrolled over every possible level, so that each level's offsets are static parameter loads.
+    // Unrolled over every possible level, so that each level's offsets are static parameter loads
+    // (unlike sample's descent: here a loop measured 0.1 us slower).
 #pragma unroll
     for (int d = kMaxLevels - 2; d >= 0; --d) {
       if (d >= leaf_level) continue;  // the same in every thread
