@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -163,7 +164,7 @@ TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
 // through a hash table), larger ones are read from global memory. Both must leave the CPU's trees
 // bit for bit after every update, at every depth (1 to 6 levels of ancestors), with duplicates
 // (the last occurrence wins), with slots that are not sampleable (left alone), and with inserts
-// between the updates.
+// between the updates, and with leaves that share a parent (pairs, then triples).
 TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
   REDLINE_REQUIRE_GPU();
   const int64_t batches[] = {1, 3, 16, 64, 127, 128, 129, 300, 512, 513};
@@ -201,6 +202,16 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
         std::vector<int64_t> idx(static_cast<size_t>(b));
         for (auto& i : idx) i = std::uniform_int_distribution<int64_t>(0, c.capacity - 1)(rng);
         for (size_t j = 3; j < idx.size(); j += 4) idx[j] = idx[j / 4];  // duplicates
+        // Leaves sharing a parent: pairs in both passes, triples in the second (a path with
+        // registers for up to two rewritten leaves per parent must patch them in or step aside).
+        const auto sibling = [&](int64_t of, int64_t by) {
+          return std::min(c.capacity - 1,
+                          of / replay::kFanout * replay::kFanout + (of + by) % replay::kFanout);
+        };
+        for (size_t j = 5; j < idx.size(); j += 8) idx[j] = sibling(idx[j - 1], 5);
+        if (pass == 1) {
+          for (size_t j = 6; j < idx.size(); j += 16) idx[j] = sibling(idx[j - 2], 9);
+        }
         std::vector<float> p(static_cast<size_t>(b));
         for (auto& x : p) x = std::uniform_real_distribution<float>(1e-3f, 1e3f)(rng);
         cpu.update_priorities(Tensor::from_host(idx, {b}), Tensor::from_host(p, {b}));

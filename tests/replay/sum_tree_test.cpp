@@ -57,16 +57,22 @@ TEST(ReplayMath, WeightPowerIsFloatAccurate) {
 
 TEST(ReplayMath, LayoutAndDescent) {
   const replay::TreeLayout t = replay::make_tree_layout(1000);
-  EXPECT_EQ(t.levels, 4);  // 1000 -> 63 -> 4 -> 1
-  EXPECT_EQ(t.count[3], 1008);
+  const int leaf_level = t.levels - 1;
+  if (replay::kFanout == 16) {
+    EXPECT_EQ(t.levels, 4);  // 1000 -> 63 -> 4 -> 1
+    EXPECT_EQ(t.count[leaf_level], 1008);
+  } else {
+    EXPECT_EQ(t.levels, 3);  // 1000 -> 32 -> 1
+    EXPECT_EQ(t.count[leaf_level], 1024);
+  }
   std::vector<double> sum(t.nodes, 0.0), mn(t.nodes, INFINITY);
   // Mass on leaves 3 (1.0), 500 (2.0) and 999 (1.0).
   for (auto [leaf, v] : std::map<int64_t, double>{{3, 1.0}, {500, 2.0}, {999, 1.0}}) {
-    sum[t.offset[3] + leaf] = v;
-    mn[t.offset[3] + leaf] = v;
+    sum[t.offset[leaf_level] + leaf] = v;
+    mn[t.offset[leaf_level] + leaf] = v;
   }
-  for (int d = 2; d >= 0; --d) {
-    for (int64_t j = 0; j * 16 < t.count[d + 1]; ++j)
+  for (int d = leaf_level - 1; d >= 0; --d) {
+    for (int64_t j = 0; j * replay::kFanout < t.count[d + 1]; ++j)
       replay::tree_recompute(t, sum.data(), mn.data(), d, j);
   }
   EXPECT_EQ(sum[0], 4.0);

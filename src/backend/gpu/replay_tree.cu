@@ -28,10 +28,12 @@ constexpr int64_t kStagedIndices = 512;
 // block's shared memory with one parallel load, so the walk through those levels costs no dependent
 // global reads: up to 512 sum nodes (4 KiB: 3 levels at 1e7 leaves). Update reads the tree from
 // global memory only: a shared copy measured 0.6 µs slower there.
-constexpr int kSampleCachedNodes = 512;
+constexpr int kSampleCachedNodes = kFanout == 16 ? 512 : 1088;
 constexpr int kSampleThreads = 128;  // 8 samples of kFanout lanes per block
-constexpr int kUpdateLanes = 4;      // lanes per updated index: 4 of a node's 16 children each
+constexpr int kUpdateLanes = 4;      // lanes per updated index, each adding kFanout / 4 children
 constexpr int kMaxThreads = 1024;
+// The bits of one group's lanes in a ballot shifted down to the group's first lane.
+constexpr uint32_t kGroupMask = kFanout == 32 ? 0xFFFFFFFFu : (1u << kFanout) - 1u;
 
 // Levels 0 .. result-1 of the tree hold at most `most` nodes together (computed on the host: in the
 // kernel, the loop over the layout's arrays cost a sixth of sample's stall samples).
@@ -41,8 +43,8 @@ int cached_levels(const TreeLayout& t, int most) {
   return levels;
 }
 
-// One step of a descent for the group of 16 lanes whose first lane is `base` in the warp: lane j
-// holds child j's mass c (0 in inactive groups). Returns the chosen child and updates u (the same
+// One step of a descent for the group of kFanout lanes whose first lane is `base` in the warp: lane
+// j holds child j's mass c (0 in inactive groups). Returns the chosen child and updates u (the same
 // in every lane of the group) and leaf (the chosen child's mass). Every lane of the warp must call
 // it. Mirrors tree_choose_child: the prefix sums in tree_prefix_sums' order, the first positive
 // child whose prefix exceeds u, else the last positive child with u at its mass.
@@ -57,9 +59,9 @@ __device__ inline int group_choose_child(double c, int lane, int base, double* u
   if (lane == 0) before = 0.0;
   const bool positive = c > 0.0;
   const auto hits = static_cast<uint32_t>(
-      (__ballot_sync(redline::gpu::kFullLaneMask, positive && *u < p) >> base) & 0xFFFFu);
+      (__ballot_sync(redline::gpu::kFullLaneMask, positive && *u < p) >> base) & kGroupMask);
   const auto masses = static_cast<uint32_t>(
-      (__ballot_sync(redline::gpu::kFullLaneMask, positive) >> base) & 0xFFFFu);
+      (__ballot_sync(redline::gpu::kFullLaneMask, positive) >> base) & kGroupMask);
   const int chosen = hits != 0 ? __ffs(static_cast<int>(hits)) - 1
                                : (masses != 0 ? 31 - __clz(static_cast<int>(masses)) : 0);
   const double next_u = hits != 0 ? *u - before : c;  // meaningful in lane `chosen`
@@ -79,10 +81,15 @@ __device__ void report_fault(DeviceFault* fault, int32_t code, int32_t position,
   __threadfence_system();
 }
 
+// A leaf's value in the min tree: its mass where positive, else +inf (never the minimum).
+__device__ inline double leaf_min(double value) {
+  return value > 0.0 ? value : __longlong_as_double(0x7FF0000000000000ll);
+}
+
 __device__ void set_leaf(const ReplayView& v, int64_t slot, double value) {
   const int64_t at = v.tree.offset[v.tree.levels - 1] + slot;
   v.sum[at] = value;
-  v.min[at] = value > 0.0 ? value : __longlong_as_double(0x7FF0000000000000ll);
+  v.min[at] = leaf_min(value);
 }
 
 int threads_for(int64_t work, int most) {
@@ -91,21 +98,49 @@ int threads_for(int64_t work, int most) {
   return t;
 }
 
-// tree_combine of the 16 children at sum_src / min_src: each of a group's kUpdateLanes lanes adds
-// its quarter, and two butterfly steps give every lane the parent. Every lane of the warp must
-// call it; inactive groups pass nullptr.
-__device__ inline void group_combine16(const double* sum_src, const double* min_src, int lane,
-                                       double* sum_out, double* min_out) {
-  static_assert(kFanout == 4 * kUpdateLanes, "each lane adds one quarter of a node");
+// tree_combine of the kFanout children at sum_src / min_src: each of a group's kUpdateLanes lanes
+// adds its share of consecutive quarters pairwise, and butterfly steps across the lanes give every
+// lane the parent, in tree_combine's order (IEEE addition commutes exactly). Every lane of the warp
+// must call it; inactive groups pass nullptr. Leaves' min_src may be nullptr too: a leaf's min is
+// its sum where that is positive, else +inf (set_leaf keeps them so), which halves the bytes that
+// the deepest level reads.
+__device__ inline void group_combine(const double* sum_src, const double* min_src, int lane,
+                                     double* sum_out, double* min_out) {
+  constexpr int kQuarters = kFanout / 4 / kUpdateLanes;  // per lane
+  static_assert(kQuarters >= 1 && (kQuarters & (kQuarters - 1)) == 0, "whole quarters per lane");
   double s = 0.0, m = 0.0;
   if (sum_src != nullptr) {
-    const double2* s2 = reinterpret_cast<const double2*>(sum_src) + 2 * lane;
-    const double2* m2 = reinterpret_cast<const double2*>(min_src) + 2 * lane;
-    const double2 s_lo = s2[0], s_hi = s2[1], m_lo = m2[0], m_hi = m2[1];
-    const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
-    const double quarter_min[4] = {m_lo.x, m_lo.y, m_hi.x, m_hi.y};
-    s = tree_quarter_sum(quarter_sum);
-    m = tree_quarter_min(quarter_min);
+    const double2* s2 = reinterpret_cast<const double2*>(sum_src) + 2 * kQuarters * lane;
+    const double2* m2 = reinterpret_cast<const double2*>(min_src) + 2 * kQuarters * lane;
+    double share_sum[kQuarters], share_min[kQuarters];
+#pragma unroll
+    for (int q = 0; q < kQuarters; ++q) {
+      const double2 s_lo = s2[2 * q], s_hi = s2[2 * q + 1];
+      const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
+      double quarter_min[4];
+      if (min_src != nullptr) {
+        const double2 m_lo = m2[2 * q], m_hi = m2[2 * q + 1];
+        quarter_min[0] = m_lo.x;
+        quarter_min[1] = m_lo.y;
+        quarter_min[2] = m_hi.x;
+        quarter_min[3] = m_hi.y;
+      } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) quarter_min[k] = leaf_min(quarter_sum[k]);
+      }
+      share_sum[q] = tree_quarter_sum(quarter_sum);
+      share_min[q] = tree_quarter_min(quarter_min);
+    }
+#pragma unroll
+    for (int w = 1; w < kQuarters; w *= 2) {
+#pragma unroll
+      for (int q = 0; q < kQuarters; q += 2 * w) {
+        share_sum[q] = share_sum[q] + share_sum[q + w];
+        share_min[q] = tree_min(share_min[q], share_min[q + w]);
+      }
+    }
+    s = share_sum[0];
+    m = share_min[0];
   }
 #pragma unroll
   for (int step = 1; step < kUpdateLanes; step *= 2) {
@@ -187,7 +222,7 @@ __global__ void insert_tree_kernel(ReplayView v) {
   __syncthreads();
   const int leaf_level = v.tree.levels - 1;
   for (int d = leaf_level - 1; d >= 0; --d) {
-    const int shift = 4 * (leaf_level - d);  // kFanout = 16 = 2^4
+    const int shift = kFanoutBits * (leaf_level - d);
     for (int i = 0; i < m; ++i) {
       const int64_t lo = (rows[i] * v.envs) >> shift;
       const int64_t hi = (rows[i] * v.envs + v.envs - 1) >> shift;
@@ -444,11 +479,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
 #pragma unroll
     for (int d = kMaxLevels - 2; d >= 0; --d) {
       if (d >= leaf_level) continue;  // the same in every thread
-      const int64_t node = idx >> (4 * (leaf_level - d));
+      const int64_t node = idx >> (kFanoutBits * (leaf_level - d));
       const int64_t child = v.tree.offset[d + 1] + node * kFanout;
       double s = 0.0, m = 0.0;
-      group_combine16(i < batch ? v.sum + child : nullptr, i < batch ? v.min + child : nullptr,
-                      lane, &s, &m);
+      const bool leaves = d + 1 == leaf_level;  // the same in every thread
+      group_combine(i < batch ? v.sum + child : nullptr,
+                    i < batch && !leaves ? v.min + child : nullptr, lane, &s, &m);
       if (i < batch && lane == 0) {  // groups sharing a parent write the same bits
         v.sum[v.tree.offset[d] + node] = s;
         v.min[v.tree.offset[d] + node] = m;
