@@ -13,6 +13,8 @@
 // stays one block, because each tree level must be final before its parents are recomputed
 // (__syncthreads between levels); kUpdateLanes lanes serve an index, each adding a quarter of a
 // node's children, and two butterfly steps give the parent in tree_combine's pairwise order.
+// Update's levels cost what they read more than their round trips (bench/RESULTS.md, fifth replay
+// session), so the deepest level reads only the leaves' sums: their mins follow from them.
 #include <cfloat>
 #include <climits>
 
