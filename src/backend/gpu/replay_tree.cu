@@ -84,15 +84,10 @@ __device__ void report_fault(DeviceFault* fault, int32_t code, int32_t position,
   __threadfence_system();
 }
 
-// A leaf's value in the min tree: its mass where positive, else +inf (never the minimum).
-__device__ inline double leaf_min(double value) {
-  return value > 0.0 ? value : __longlong_as_double(0x7FF0000000000000ll);
-}
-
 __device__ void set_leaf(const ReplayView& v, int64_t slot, double value) {
   const int64_t at = v.tree.offset[v.tree.levels - 1] + slot;
   v.sum[at] = value;
-  v.min[at] = leaf_min(value);
+  v.min[at] = tree_leaf_min(value);
 }
 
 int threads_for(int64_t work, int most) {
@@ -129,7 +124,7 @@ __device__ inline void group_combine(const double* sum_src, const double* min_sr
         quarter_min[3] = m_hi.y;
       } else {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) quarter_min[k] = leaf_min(quarter_sum[k]);
+        for (int k = 0; k < 4; ++k) quarter_min[k] = tree_leaf_min(quarter_sum[k]);
       }
       share_sum[q] = tree_quarter_sum(quarter_sum);
       share_min[q] = tree_quarter_min(quarter_min);

@@ -155,6 +155,12 @@ REDLINE_HD inline uint64_t double_to_bits(double d) {
   return pun.u;
 }
 
+// A leaf's value in the min tree: its mass where positive, else +inf (never the minimum). Every
+// device keeps the min leaves so, and the GPU's update derives them from the sum leaves by it.
+REDLINE_HD inline double tree_leaf_min(double mass) {
+  return mass > 0.0 ? mass : bits_to_double(0x7FF0000000000000ull);
+}
+
 // Natural logarithm of a finite x > 0 (relative error about 1e-16).
 REDLINE_HD inline double portable_log(double x) {
   uint64_t bits = double_to_bits(x);
