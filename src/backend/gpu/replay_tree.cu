@@ -6,9 +6,10 @@
 //
 // A batch of 128 is latency-bound (one dependent load per tree level, then a short scan), so the
 // kernels are laid out for the shortest dependent chain with the fewest instructions per warp.
-// Sample spreads its draws over blocks of kSampleThreads (one SM each); a group of 16 lanes serves
-// one draw, each lane holding one child of the current node (one 128-byte line per group), and
-// finds the child with four shuffle steps of tree_prefix_sums and two ballots: the CPU's
+// Sample spreads its draws over blocks of kSampleThreads; 32 lanes serve one draw as two groups of
+// 16, each lane holding one child of the current node (one 128-byte line per group) and, while two
+// levels remain, one grandchild of every other child, so one dependent load serves two levels. A
+// group finds the child with four shuffle steps of tree_prefix_sums and two ballots: the CPU's
 // tree_choose_child, bit for bit. The last block to read the Philox offset advances it. Update
 // stays one block, because each tree level must be final before its parents are recomputed
 // (__syncthreads between levels); kUpdateLanes lanes serve an index, each adding a quarter of a
@@ -26,25 +27,21 @@ namespace {
 
 // Update keeps the indices and new leaf values of batches up to this size in shared memory.
 constexpr int64_t kStagedIndices = 512;
-// The top of the tree (the root's level and the root's children: 2 * kFanout sum nodes) is copied
-// into each sample block's shared memory with one parallel load, so the first step of the descent
-// costs no dependent global read. Copying more levels (up to 512 nodes, 3 or 4 levels) measured
-// 0.1 to 0.4 µs slower on the H200: the copy's loads cost more than the descent steps they save.
-// Update reads the tree from global memory only: a shared copy measured 0.6 µs slower there.
-constexpr int kSampleCachedNodes = 2 * kFanout;
-constexpr int kSampleThreads = 128;  // 8 samples of kFanout lanes per block
-constexpr int kUpdateLanes = 4;      // lanes per updated index, each adding kFanout / 4 children
+// Sample serves one draw with kDrawLanes lanes: kDrawGroups groups of kFanout lanes. Each step of
+// its descent loads a node's children and, while two levels remain, all its grandchildren (lane j
+// of group h holds grandchild j of children h, h + kDrawGroups, ...: kAheadRows rows), so one
+// dependent load serves two levels. Update reads the tree from global memory only: a shared copy
+// of the top levels measured 0.6 µs slower there.
+constexpr int kDrawLanes = 32;
+constexpr int kDrawGroups = kDrawLanes / kFanout;
+constexpr int kAheadRows = kFanout / kDrawGroups;
+static_assert(kDrawGroups >= 1 && kDrawGroups * kFanout == kDrawLanes, "whole groups per draw");
+// 4 draws per block: 8 and 2 measured slower in the sample-and-update pair (bench/RESULTS.md).
+constexpr int kSampleThreads = 128;
+constexpr int kUpdateLanes = 4;  // lanes per updated index, each adding kFanout / 4 children
 constexpr int kMaxThreads = 1024;
 // The bits of one group's lanes in a ballot shifted down to the group's first lane.
 constexpr uint32_t kGroupMask = kFanout == 32 ? 0xFFFFFFFFu : (1u << kFanout) - 1u;
-
-// Levels 0 .. result-1 of the tree hold at most `most` nodes together (computed on the host: in the
-// kernel, the loop over the layout's arrays cost a sixth of sample's stall samples).
-int cached_levels(const TreeLayout& t, int most) {
-  int levels = 0;
-  while (levels < t.levels && t.offset[levels] + t.count[levels] <= most) ++levels;
-  return levels;
-}
 
 // One step of a descent for the group of kFanout lanes whose first lane is `base` in the warp: lane
 // j holds child j's mass c (0 in inactive groups). Returns the chosen child and updates u (the same
@@ -234,48 +231,98 @@ __global__ void insert_tree_kernel(ReplayView v) {
 }
 
 // ---- sample -------------------------------------------------------------------------------------
-// Group g of block b draws sample b * groups + g; every lane of a group holds one child of the
-// current node, and lane 0 writes the result. blocks_done counts the blocks that have read the
-// Philox offset: the last one advances it and reports faults.
+// The loads of one descent step from `node` at level d (a draw's lanes: lane j of group h): the
+// node's children, and with `two` its grandchildren, rows h, h + kDrawGroups, ... Grandchildren of
+// padding children lie past their level's end and read as 0; such children have no mass, so they
+// are never chosen.
+__device__ inline void load_step(const ReplayView& v, int d, int64_t node, bool two, int j, int h,
+                                 double* child, double* grand) {
+  const int64_t first = node * kFanout;
+  *child = v.sum[v.tree.offset[d + 1] + first + j];
+  if (!two) return;
+  // The level's end: the next level's start, or the end of the nodes (no count[] read: indexing
+  // a second array of the layout at a computed place put the layout on the stack).
+  const int64_t start = v.tree.offset[d + 2];
+  const int64_t end = d + 3 < v.tree.levels ? v.tree.offset[d + 3] : v.tree.nodes;
+#pragma unroll
+  for (int r = 0; r < kAheadRows; ++r) {
+    const int64_t at = start + (first + h + kDrawGroups * r) * kFanout + j;
+    grand[r] = at < end ? v.sum[at] : 0.0;
+  }
+}
+
+// Draw b * draws + w of block b is served by the block's w-th kDrawLanes lanes, and lane 0 writes
+// the result. Its first step's loads (the root's children and grandchildren) go out with the
+// Philox offset and the total, so a tree of L levels costs ceil((L - 1) / 2) dependent loads.
+// blocks_done counts the blocks that have read the offset: the last one advances it and reports
+// faults.
 __global__ void __launch_bounds__(kSampleThreads)
     sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
-                  int64_t* indices, float* weights,  // indices, weights: (batch,)
-                  int cached, int cached_nodes) {    // the levels and nodes kept in `top`
-  __shared__ double top[kSampleCachedNodes];
+                  int64_t* indices, float* weights) {  // indices, weights: (batch,)
   __shared__ uint64_t base_offset;
   allow_next_grid();
   wait_for_previous_grid();
-  for (int n = threadIdx.x; n < cached_nodes; n += blockDim.x) top[n] = v.sum[n];
+  const int levels = v.tree.levels;
+  const int draw_lane = static_cast<int>(threadIdx.x) % kDrawLanes;
+  const int lane = draw_lane % kFanout;
+  const int group = draw_lane / kFanout;
+  const int base = static_cast<int>(threadIdx.x) % redline::gpu::kWarpSize - lane;
+  const int64_t i =
+      blockIdx.x * static_cast<int64_t>(blockDim.x / kDrawLanes) + threadIdx.x / kDrawLanes;
+  // Independent loads, all in flight together: the offset, the total, the min and the first step.
   if (threadIdx.x == 0) base_offset = static_cast<uint64_t>(*v.rng_offset);
+  const double total = v.sum[0];
   const double min_leaf = v.min[0];
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
+  double child = 0.0, grand[kAheadRows] = {};
+  bool two = levels > 2;
+  if (i < batch && levels > 1) load_step(v, 0, 0, two, lane, group, &child, grand);
   __syncthreads();
-  const double total = cached > 0 ? top[0] : v.sum[0];
   const bool beta_ok = b >= 0.0 && b <= 1.0;
   const bool empty = !(total > 0.0);
   // Every thread of this block has its copy of the offset now, so the block is counted at once;
   // the count's value is first needed at the end, so its round trip overlaps the descent.
   const unsigned int counted_before = threadIdx.x == 0 ? atomicAdd(v.blocks_done, 1u) : 0u;
-  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
-  const int lane = static_cast<int>(threadIdx.x) % kFanout;
-  const int base = static_cast<int>(threadIdx.x) % redline::gpu::kWarpSize - lane;
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x / kFanout) + threadIdx.x / kFanout;
   const bool active = i < batch && !empty && beta_ok;
+  if (!active) {
+    child = 0.0;
+#pragma unroll
+    for (int r = 0; r < kAheadRows; ++r) grand[r] = 0.0;
+  }
   double u = active ? stratified_point(v, base_offset, i, batch, total) : 0.0;
   int64_t node = 0;
   double leaf = 0.0;  // the chosen leaf's mass: the last level's chosen child
-  // A loop, not unrolled over every possible level: the offset is a parameter load at a computed
-  // address, and the kernel is half the size (11 KB instead of 22 KB), which measured 0.15 us
-  // faster on the H200.
 #pragma unroll 1
-  for (int d = 0; d + 1 < v.tree.levels; ++d) {
-    const int64_t at = v.tree.offset[d + 1] + node * kFanout + lane;
-    const double c = active ? (d + 1 < cached ? top[at] : v.sum[at]) : 0.0;
-    node = node * kFanout + group_choose_child(c, lane, base, &u, &leaf);
+  for (int d = 0; d + 1 < levels;) {
+    const int k = group_choose_child(child, lane, base, &u, &leaf);
+    node = node * kFanout + k;
+    if (two) {
+      // Child k's row of grandchildren: register k / kDrawGroups of group k % kDrawGroups.
+      // A select tree on the bits of k / kDrawGroups (a chain of compares became an indexed
+      // load from the stack).
+      const int want = k / kDrawGroups;
+#pragma unroll
+      for (int w = 1; w < kAheadRows; w *= 2) {
+#pragma unroll
+        for (int r = 0; r < kAheadRows; r += 2 * w)
+          grand[r] = (want & w) != 0 ? grand[r + w] : grand[r];
+      }
+      double row = grand[0];
+      row = __shfl_sync(redline::gpu::kFullLaneMask, row, (k % kDrawGroups) * kFanout + lane,
+                        kDrawLanes);
+      node = node * kFanout + group_choose_child(row, lane, base, &u, &leaf);
+      d += 2;
+    } else {
+      d += 1;
+    }
+    if (d + 1 < levels) {
+      two = d + 2 < levels;
+      if (active) load_step(v, d, node, two, lane, group, &child, grand);
+    }
   }
-  if (i < batch && lane == 0) {
+  if (i < batch && draw_lane == 0) {
     if (active) {
-      if (v.tree.levels == 1) leaf = v.sum[leaf0];
+      if (levels == 1) leaf = v.sum[v.tree.offset[0]];
       indices[i] = node;
       weights[i] = importance_weight(v, leaf, min_leaf, b);
     } else {
@@ -509,13 +556,10 @@ void insert(const ReplayView& v, const InsertSource& src, void* stream) {
 void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_device,
             int64_t* indices, float* weights, void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int64_t per_block = kSampleThreads / kFanout;
+  const int64_t per_block = kSampleThreads / kDrawLanes;
   const auto blocks = static_cast<unsigned int>((batch + per_block - 1) / per_block);
-  const int cached = cached_levels(v.tree, kSampleCachedNodes);
-  const int cached_nodes =
-      cached > 0 ? static_cast<int>(v.tree.offset[cached - 1] + v.tree.count[cached - 1]) : 0;
   launch_chained(sample_kernel, blocks, kSampleThreads, 0, s, v, batch, beta, beta_device, indices,
-                 weights, cached, cached_nodes);
+                 weights);
 }
 
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
