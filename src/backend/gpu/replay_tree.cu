@@ -448,7 +448,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       if (p_ok) max_bits = __float_as_uint(p);
       // The old leaf's load and the power are independent, so they overlap.
       const double old_leaf = v.sum[leaf0 + (idx_ok ? idx : 0)];
-      const double powered = portable_pow(p_ok ? static_cast<double>(p) : 1.0, v.alpha);
+      const double powered = priority_power(p_ok ? static_cast<double>(p) : 1.0, v.alpha);
       staged_index[i] = idx;
       staged_leaf[i] = idx_ok && p_ok && old_leaf > 0.0 ? powered : 0.0;
       if (idx_ok) my_slot = record_position(slot_index, slot_last, idx, i);
@@ -506,7 +506,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         later |= __shfl_xor_sync(redline::gpu::kFullLaneMask, later, offset, kUpdateLanes);
       }
       if (i < batch && lane == 0 && !later && v.sum[leaf0 + indices[i]] > 0.0) {
-        set_leaf(v, indices[i], portable_pow(static_cast<double>(priorities[i]), v.alpha));
+        set_leaf(v, indices[i], priority_power(static_cast<double>(priorities[i]), v.alpha));
       }
     }
   }

@@ -122,7 +122,7 @@ void update(const ReplayView& v, int64_t batch, const int64_t* indices, const fl
     const double p = priorities[i];
     max_p = std::max(max_p, p);
     if (v.sum[leaf0 + indices[i]] > 0.0) {
-      set_leaf(v, indices[i], portable_pow(p, v.alpha));
+      set_leaf(v, indices[i], priority_power(p, v.alpha));
       leaves.push_back(indices[i]);
     }
   }
