@@ -307,9 +307,8 @@ __global__ void __launch_bounds__(kSampleThreads)
         for (int r = 0; r < kAheadRows; r += 2 * w)
           grand[r] = (want & w) != 0 ? grand[r + w] : grand[r];
       }
-      double row = grand[0];
-      row = __shfl_sync(redline::gpu::kFullLaneMask, row, (k % kDrawGroups) * kFanout + lane,
-                        kDrawLanes);
+      const double row = __shfl_sync(redline::gpu::kFullLaneMask, grand[0],
+                                     (k % kDrawGroups) * kFanout + lane, kDrawLanes);
       node = node * kFanout + group_choose_child(row, lane, base, &u, &leaf);
       d += 2;
     } else {
