@@ -30,9 +30,15 @@ program=$(find "$build" -name "$target" -type f -perm -u+x | head -1)
 common=(-k "regex:$kernels" -s "${SKIP:-2000}" -c "${COUNT:-20}" --cache-control "${CACHE:-none}")
 ncu "${common[@]}" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
   --section LaunchStats --section InstructionStats "$program" "$@" >"$OUT/profile_summary.txt" 2>&1
-# The sampling option's name differs between Nsight Compute versions.
-sampling=(--warp-sampling-interval 0)
-ncu --help 2>&1 | grep -q -- '--warp-sampling-interval' || sampling=(--sampling-interval 0)
+# The sampling option's name differs between Nsight Compute versions. The help text is read
+# whole first: `ncu --help | grep -q` fails under pipefail when grep stops reading early.
+ncu_help=$(ncu --help 2>&1 || true)
+sampling=()
+if grep -q -- '--warp-sampling-interval' <<<"$ncu_help"; then
+  sampling=(--warp-sampling-interval 0)
+elif grep -q -- '--sampling-interval' <<<"$ncu_help"; then
+  sampling=(--sampling-interval 0)
+fi
 ncu "${common[@]}" --set full "${sampling[@]}" --import-source yes --page source \
   --print-source sass,cuda --csv "$program" "$@" >"$OUT/profile_source.csv" 2>&1
 python3 scripts/ncu_lines.py "$OUT/profile_source.csv" >"$OUT/profile_lines.txt"
