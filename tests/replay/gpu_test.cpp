@@ -202,8 +202,8 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
         std::vector<int64_t> idx(static_cast<size_t>(b));
         for (auto& i : idx) i = std::uniform_int_distribution<int64_t>(0, c.capacity - 1)(rng);
         for (size_t j = 3; j < idx.size(); j += 4) idx[j] = idx[j / 4];  // duplicates
-        // Leaves sharing a parent: pairs in both passes, triples in the second (a path with
-        // registers for up to two rewritten leaves per parent must patch them in or step aside).
+        // Leaves sharing a parent (their parent is recomputed by several groups): pairs in both
+        // passes, triples in the second.
         const auto sibling = [&](int64_t of, int64_t by) {
           return std::min(c.capacity - 1,
                           of / replay::kFanout * replay::kFanout + (of + by) % replay::kFanout);
