@@ -403,7 +403,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
   allow_next_grid();
-  wait_for_previous_grid();        // before any read: the indices may come from the kernel before
   __shared__ int block_bad_index;  // first bad position in the batch, or INT_MAX
   __shared__ int block_bad_priority;
   __shared__ unsigned int block_max_bits;  // positive floats order like their bits
@@ -415,30 +414,32 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   const int leaf_level = v.tree.levels - 1;
   const int64_t capacity = v.rows * v.envs;
   const int64_t leaf0 = v.tree.offset[leaf_level];
-  const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
-  int bad_index = INT_MAX, bad_priority = INT_MAX;
-  unsigned int max_bits = 0;
-  int my_slot = -1;  // staged batches: the hash slot of index threadIdx.x
+  // The block's own shared state is set up while the kernel before finishes (chained launch).
   if (threadIdx.x == 0) {
     block_bad_index = INT_MAX;
     block_bad_priority = INT_MAX;
     block_max_bits = 0;
   }
   if (use_staged) {
-    // Thread i stages index i (the block has at least `batch` threads). Its loads are issued
-    // before the barrier that publishes the empty hash table, so their latency overlaps it.
-    const int i = static_cast<int>(threadIdx.x);
+    for (int s = static_cast<int>(threadIdx.x); s < kLastSlots; s += static_cast<int>(blockDim.x)) {
+      slot_index[s] = kNoIndex;
+      slot_last[s] = -1;
+    }
+  }
+  __syncthreads();
+  wait_for_previous_grid();  // before any global read: the indices may come from the kernel before
+  const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
+  int bad_index = INT_MAX, bad_priority = INT_MAX;
+  unsigned int max_bits = 0;
+  int my_slot = -1;  // staged batches: the hash slot of index threadIdx.x
+  if (use_staged) {
+    const int i = static_cast<int>(threadIdx.x);  // the block has at least `batch` threads
     int64_t idx = 0;
     float p = 1.0f;
     if (i < batch) {
       idx = indices[i];
       p = priorities[i];
     }
-    for (int s = i; s < kLastSlots; s += static_cast<int>(blockDim.x)) {
-      slot_index[s] = kNoIndex;
-      slot_last[s] = -1;
-    }
-    __syncthreads();
     if (i < batch) {
       const bool idx_ok = idx >= 0 && idx < capacity;
       const bool p_ok = isfinite(p) && p > 0.0f;
@@ -453,7 +454,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       if (idx_ok) my_slot = record_position(slot_index, slot_last, idx, i);
     }
   } else {
-    __syncthreads();  // the block's reductions are initialized
     for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) {
       const int64_t idx = indices[i];
       const float p = priorities[i];
