@@ -45,10 +45,10 @@ constexpr uint32_t kGroupMask = kFanout == 32 ? 0xFFFFFFFFu : (1u << kFanout) - 
 
 // One step of a descent for the group of kFanout lanes whose first lane is `base` in the warp: lane
 // j holds child j's mass c (0 in inactive groups). Returns the chosen child and updates u (the same
-// in every lane of the group) and leaf (the chosen child's mass). Every lane of the warp must call
-// it. Mirrors tree_choose_child: the prefix sums in tree_prefix_sums' order, the first positive
-// child whose prefix exceeds u, else the last positive child with u at its mass.
-__device__ inline int group_choose_child(double c, int lane, int base, double* u, double* leaf) {
+// in every lane of the group). Every lane of the warp must call it. Mirrors tree_choose_child: the
+// prefix sums in tree_prefix_sums' order, the first positive child whose prefix exceeds u, else the
+// last positive child with u at its mass.
+__device__ inline int group_choose_child(double c, int lane, int base, double* u) {
   double p = c;
 #pragma unroll
   for (int d = 1; d < kFanout; d *= 2) {
@@ -66,7 +66,6 @@ __device__ inline int group_choose_child(double c, int lane, int base, double* u
                                : (masses != 0 ? 31 - __clz(static_cast<int>(masses)) : 0);
   const double next_u = hits != 0 ? *u - before : c;  // meaningful in lane `chosen`
   *u = __shfl_sync(redline::gpu::kFullLaneMask, next_u, chosen, kFanout);
-  *leaf = __shfl_sync(redline::gpu::kFullLaneMask, c, chosen, kFanout);
   return chosen;
 }
 
@@ -240,14 +239,17 @@ __device__ inline void load_step(const ReplayView& v, int d, int64_t node, bool 
   const int64_t first = node * kFanout;
   *child = v.sum[v.tree.offset[d + 1] + first + j];
   if (!two) return;
-  // The level's end: the next level's start, or the end of the nodes (no count[] read: indexing
-  // a second array of the layout at a computed place put the layout on the stack).
+  // The level's rows of grandchildren: its node count (a multiple of kFanout, from the offsets: a
+  // count[] read at a computed place put the layout on the stack) over kFanout. Child c has a row
+  // there when c is below that number, checked once in 32 bits rather than per row in 64.
   const int64_t start = v.tree.offset[d + 2];
   const int64_t end = d + 3 < v.tree.levels ? v.tree.offset[d + 3] : v.tree.nodes;
+  const int64_t room = (end - start) / kFanout - (first + h);  // rows h, h + kDrawGroups, ...
+  const int rows = static_cast<int>(room < 0 ? 0 : (room < kFanout ? room : kFanout));
+  const double* at = v.sum + start + (first + h) * kFanout + j;
 #pragma unroll
   for (int r = 0; r < kAheadRows; ++r) {
-    const int64_t at = start + (first + h + kDrawGroups * r) * kFanout + j;
-    grand[r] = at < end ? v.sum[at] : 0.0;
+    grand[r] = kDrawGroups * r < rows ? at[kDrawGroups * r * kFanout] : 0.0;
   }
 }
 
@@ -291,11 +293,15 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
   double u = active ? stratified_point(v, base_offset, i, batch, total) : 0.0;
   int64_t node = 0;
-  double leaf = 0.0;  // the chosen leaf's mass: the last level's chosen child
+  // The last step's masses and choice: the chosen leaf's mass is taken from them once, at the end.
+  double last_masses = 0.0;
+  int last_chosen = 0;
 #pragma unroll 1
   for (int d = 0; d + 1 < levels;) {
-    const int k = group_choose_child(child, lane, base, &u, &leaf);
+    const int k = group_choose_child(child, lane, base, &u);
     node = node * kFanout + k;
+    last_masses = child;
+    last_chosen = k;
     if (two) {
       // Child k's row of grandchildren: register k / kDrawGroups of group k % kDrawGroups.
       // A select tree on the bits of k / kDrawGroups (a chain of compares became an indexed
@@ -309,7 +315,9 @@ __global__ void __launch_bounds__(kSampleThreads)
       }
       const double row = __shfl_sync(redline::gpu::kFullLaneMask, grand[0],
                                      (k % kDrawGroups) * kFanout + lane, kDrawLanes);
-      node = node * kFanout + group_choose_child(row, lane, base, &u, &leaf);
+      last_masses = row;
+      last_chosen = group_choose_child(row, lane, base, &u);
+      node = node * kFanout + last_chosen;
       d += 2;
     } else {
       d += 1;
@@ -319,6 +327,7 @@ __global__ void __launch_bounds__(kSampleThreads)
       if (active) load_step(v, d, node, two, lane, group, &child, grand);
     }
   }
+  double leaf = __shfl_sync(redline::gpu::kFullLaneMask, last_masses, last_chosen, kFanout);
   if (i < batch && draw_lane == 0) {
     if (active) {
       if (levels == 1) leaf = v.sum[v.tree.offset[0]];
