@@ -92,27 +92,28 @@ int threads_for(int64_t work, int most) {
   return t;
 }
 
-// tree_combine of the kFanout children at sum_src / min_src: each of a group's kUpdateLanes lanes
-// adds its share of consecutive quarters pairwise, and butterfly steps across the lanes give every
-// lane the parent, in tree_combine's order (IEEE addition commutes exactly). Every lane of the warp
-// must call it; inactive groups pass nullptr. Leaves' min_src may be nullptr too: a leaf's min is
-// its sum where that is positive, else +inf (set_leaf keeps them so), which halves the bytes that
-// the deepest level reads.
-__device__ inline void group_combine(const double* sum_src, const double* min_src, int lane,
-                                     double* sum_out, double* min_out) {
+// tree_combine of a node's kFanout children: this lane's share of them (kFanout / kUpdateLanes
+// consecutive children) starts at sum_src / min_src, each lane adds its quarters pairwise, and
+// butterfly steps across the group's lanes give every lane the parent, in tree_combine's order
+// (IEEE addition commutes exactly). Every lane of the warp must call it; inactive groups read
+// nothing. With `leaves`, the children are leaves and their mins are derived from their sums: a
+// leaf's min is its sum where that is positive, else +inf (set_leaf keeps them so), which halves
+// the bytes that the deepest level reads.
+__device__ inline void group_combine(const double* sum_src, const double* min_src, bool active,
+                                     bool leaves, double* sum_out, double* min_out) {
   constexpr int kQuarters = kFanout / 4 / kUpdateLanes;  // per lane
   static_assert(kQuarters >= 1 && (kQuarters & (kQuarters - 1)) == 0, "whole quarters per lane");
   double s = 0.0, m = 0.0;
-  if (sum_src != nullptr) {
-    const double2* s2 = reinterpret_cast<const double2*>(sum_src) + 2 * kQuarters * lane;
-    const double2* m2 = reinterpret_cast<const double2*>(min_src) + 2 * kQuarters * lane;
+  if (active) {
+    const auto* s2 = reinterpret_cast<const double2*>(sum_src);
+    const auto* m2 = reinterpret_cast<const double2*>(min_src);
     double share_sum[kQuarters], share_min[kQuarters];
 #pragma unroll
     for (int q = 0; q < kQuarters; ++q) {
       const double2 s_lo = s2[2 * q], s_hi = s2[2 * q + 1];
       const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
       double quarter_min[4];
-      if (min_src != nullptr) {
+      if (!leaves) {
         const double2 m_lo = m2[2 * q], m_hi = m2[2 * q + 1];
         quarter_min[0] = m_lo.x;
         quarter_min[1] = m_lo.y;
@@ -157,6 +158,16 @@ __device__ inline void wait_for_previous_grid() {
 __device__ inline void allow_next_grid() {
 #if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Keeps the compiler from moving the computation of `value` past what follows (a barrier), so that
+// work which does not depend on the barrier is done before it. A no-op on HIP.
+__device__ inline void pin_before_barrier(int64_t& value) {
+#if !REDLINE_HIP
+  asm volatile("" : "+l"(value));
+#else
+  (void)value;
 #endif
 }
 
@@ -526,21 +537,29 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   // duplicate loads and stores they save.)
   for (int64_t first = 0; first < batch; first += groups) {
     const int64_t i = first + group;
-    const int64_t idx = i >= batch ? 0 : (use_staged ? staged_index[i] : indices[i]);
+    const bool active = i < batch;
+    const int64_t idx = active ? (use_staged ? staged_index[i] : indices[i]) : 0;
+    // The node a level recomputes and this lane's share of its children: set here for the
+    // deepest level, and for each next level before the barrier that ends the level before (an
+    // empty asm keeps the compiler from moving that arithmetic past the barrier), so that a
+    // level's loads go out as soon as its barrier opens.
+    constexpr int kShare = kFanout / kUpdateLanes;
+    int64_t node = idx >> kFanoutBits;
+    int64_t child = leaf0 + node * kFanout + kShare * lane;
     // Unrolled over every possible level, so that each level's offsets are static parameter loads
     // (unlike sample's descent: here a loop measured 0.1 us slower).
 #pragma unroll
     for (int d = kMaxLevels - 2; d >= 0; --d) {
       if (d >= leaf_level) continue;  // the same in every thread
-      const int64_t node = idx >> (kFanoutBits * (leaf_level - d));
-      const int64_t child = v.tree.offset[d + 1] + node * kFanout;
       double s = 0.0, m = 0.0;
-      const bool leaves = d + 1 == leaf_level;  // the same in every thread
-      group_combine(i < batch ? v.sum + child : nullptr,
-                    i < batch && !leaves ? v.min + child : nullptr, lane, &s, &m);
-      if (i < batch && lane == 0) {  // groups sharing a parent write the same bits
-        v.sum[v.tree.offset[d] + node] = s;
-        v.min[v.tree.offset[d] + node] = m;
+      group_combine(v.sum + child, v.min + child, active, d + 1 == leaf_level, &s, &m);
+      const int64_t at = v.tree.offset[d] + node;
+      node >>= kFanoutBits;
+      child = v.tree.offset[d] + node * kFanout + kShare * lane;
+      pin_before_barrier(child);
+      if (active && lane == 0) {  // groups sharing a parent write the same bits
+        v.sum[at] = s;
+        v.min[at] = m;
       }
       __syncthreads();
     }
