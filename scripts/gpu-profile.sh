@@ -4,6 +4,8 @@
 #   profile_summary.txt  duration, instructions, issue and stall statistics per launch
 #   profile_lines.txt    stall samples and instructions per CUDA source line and SASS instruction,
 #                        summed over the profiled launches (scripts/ncu_lines.py)
+#   profile_listing.txt  each kernel's SASS in address order with its samples and CUDA lines
+#                        (scripts/ncu_lines.py --listing)
 #   profile_source.csv.gz  the raw source page, for a closer look
 # Usage: scripts/gpu-profile.sh <bench target> <kernel regex> [bench arguments ...]
 #   e.g. scripts/gpu-profile.sh bench_replay 'sample_kernel|update_kernel' 1000000
@@ -13,7 +15,7 @@
 # are in the bench; CACHE=all flushes them instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ $# -ge 2 ]] || { sed -n '2,14p' "$0"; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 2; }
 target="$1" kernels="$2"
 shift 2
 OUT="${OUT:-$PWD/gpu-profile-out}"
@@ -42,5 +44,6 @@ fi
 ncu "${common[@]}" --set full "${sampling[@]}" --import-source yes --page source \
   --print-source sass,cuda --csv "$program" "$@" >"$OUT/profile_source.csv" 2>&1
 python3 scripts/ncu_lines.py "$OUT/profile_source.csv" >"$OUT/profile_lines.txt"
+python3 scripts/ncu_lines.py --listing "$OUT/profile_source.csv" >"$OUT/profile_listing.txt"
 gzip -f "$OUT/profile_source.csv"
 head -60 "$OUT/profile_lines.txt"
