@@ -162,16 +162,16 @@ TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
 
 // Update has two paths on the GPU: batches up to 512 are staged in shared memory (duplicates found
 // through a hash table), larger ones are read from global memory. Both must leave the CPU's trees
-// bit for bit after every update, at every depth (1 to 7 levels of ancestors: the last shape, 17M
-// slots, has the depth of 1e8), with duplicates (the last occurrence wins), with slots that are
-// not sampleable (left alone), with inserts between the updates, and with leaves that share a
-// parent (pairs, then triples).
+// bit for bit after every update, at every depth (0 to 5 stored levels of ancestors: the last
+// shape, 17M slots, has the depth of 1e8), with duplicates (the last occurrence wins), with slots
+// that are not sampleable (left alone), with inserts between the updates, and with leaves that
+// share a parent (pairs, then triples).
 TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
   REDLINE_REQUIRE_GPU();
   const int64_t batches[] = {1, 3, 16, 64, 127, 128, 129, 300, 512, 513};
   const struct {
     int64_t envs, rows;
-  } shapes[] = {{4, 4}, {8, 25}, {50, 100}, {100, 700}, {1000, 1100}, {10000, 1700}};
+  } shapes[] = {{4, 4}, {8, 25}, {30, 100}, {50, 100}, {100, 700}, {1000, 1100}, {10000, 1700}};
   for (const auto& shape : shapes) {
     const ReplayConfig c = scalar_prioritized(shape.envs, shape.rows, Device::cpu());
     ReplayConfig g = c;

@@ -148,6 +148,9 @@ inline void expect_tree_invariants(const std::vector<double>& sum, const std::ve
                                    const std::vector<int64_t>& offsets, int64_t leaves) {
   constexpr int kFanout = replay::kFanout;
   const int levels = static_cast<int>(offsets.size()) - 1;
+  // The top level is the only one of at most kTopNodes nodes (the two above it are not stored).
+  EXPECT_LE(offsets[1] - offsets[0], replay::kTopNodes);
+  if (levels > 1) EXPECT_GT(offsets[2] - offsets[1], replay::kTopNodes);
   int64_t bad = 0;
   for (int d = 0; d + 1 < levels; ++d) {
     for (int64_t j = 0; j < offsets[d + 1] - offsets[d]; ++j) {

@@ -63,10 +63,11 @@ TEST(ReplayMath, LayoutAndDescent) {
   const replay::TreeLayout t = replay::make_tree_layout(1000);
   const int leaf_level = t.levels - 1;
   if (replay::kFanout == 16) {
-    EXPECT_EQ(t.levels, 4);  // 1000 -> 63 -> 4 -> 1
+    EXPECT_EQ(t.levels, 2);  // 1000 -> 63 (the top: 4 rows, then the unstored root)
+    EXPECT_EQ(t.count[0], 64);
     EXPECT_EQ(t.count[leaf_level], 1008);
   } else {
-    EXPECT_EQ(t.levels, 3);  // 1000 -> 32 -> 1
+    EXPECT_EQ(t.levels, 1);  // 1000 leaves are the top (32 rows)
     EXPECT_EQ(t.count[leaf_level], 1024);
   }
   std::vector<double> sum(t.nodes, 0.0), mn(t.nodes, INFINITY);
@@ -79,8 +80,10 @@ TEST(ReplayMath, LayoutAndDescent) {
     for (int64_t j = 0; j * replay::kFanout < t.count[d + 1]; ++j)
       replay::tree_recompute(t, sum.data(), mn.data(), d, j);
   }
-  EXPECT_EQ(sum[0], 4.0);
-  EXPECT_EQ(mn[0], 1.0);
+  double total = 0.0, min_leaf = 0.0;
+  replay::tree_top(t, sum.data(), mn.data(), &total, &min_leaf);
+  EXPECT_EQ(total, 4.0);
+  EXPECT_EQ(min_leaf, 1.0);
   EXPECT_EQ(replay::tree_descend(t, sum.data(), 0.0), 3);
   EXPECT_EQ(replay::tree_descend(t, sum.data(), 0.999), 3);
   EXPECT_EQ(replay::tree_descend(t, sum.data(), 1.0), 500);
@@ -158,6 +161,8 @@ TEST(ReplayTree, InvariantsUniformOneEnv) { run_invariant_sequence(false, 1, 1, 
 TEST(ReplayTree, InvariantsUniformStackedNStep) { run_invariant_sequence(false, 5, 4, 3); }
 TEST(ReplayTree, InvariantsPrioritizedOneEnv) { run_invariant_sequence(true, 1, 1, 1); }
 TEST(ReplayTree, InvariantsPrioritizedStackedNStep) { run_invariant_sequence(true, 7, 3, 4); }
+// 4,107 slots: three stored levels (4,107 leaves, 257 parents, a top of 17).
+TEST(ReplayTree, InvariantsPrioritizedThreeLevels) { run_invariant_sequence(true, 111, 2, 3); }
 
 }  // namespace
 }  // namespace redline::rl

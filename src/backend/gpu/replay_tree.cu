@@ -8,12 +8,14 @@
 // kernels are laid out for the shortest dependent chain with the fewest instructions per warp.
 // Sample spreads its draws over blocks of kSampleThreads; 32 lanes serve one draw as two groups of
 // 16, each lane holding one child of the current node (one 128-byte line per group) and, while two
-// levels remain, one grandchild of every other child, so one dependent load serves two levels. A
-// group finds the child with four shuffle steps of tree_prefix_sums and two ballots: the CPU's
-// tree_choose_child, bit for bit. The last block to read the Philox offset advances it. Update
-// stays one block, because each tree level must be final before its parents are recomputed
-// (__syncthreads between levels); kUpdateLanes lanes serve an index, each adding a quarter of a
-// node's children, and two butterfly steps give the parent in tree_combine's pairwise order.
+// levels remain, one grandchild of every other child, so one dependent load serves two levels. The
+// first step loads the whole top level (the tree stores no root: replay_math.h) and derives the
+// total from it by shuffles. A group finds the child with four shuffle steps of tree_prefix_sums
+// and two ballots: the CPU's tree_choose_child, bit for bit. The last block to read the Philox
+// offset advances it. Update stays one block, because each tree level must be final before its
+// parents are recomputed (__syncthreads between levels); kUpdateLanes lanes serve an index, each
+// adding a quarter of a node's children, and two butterfly steps give the parent in
+// tree_combine's pairwise order.
 // Update's levels cost what they read more than their round trips (bench/RESULTS.md, fifth replay
 // session), so the deepest level reads only the leaves' sums: their mins follow from them.
 #include <cfloat>
@@ -36,6 +38,12 @@ constexpr int kDrawLanes = 32;
 constexpr int kDrawGroups = kDrawLanes / kFanout;
 constexpr int kAheadRows = kFanout / kDrawGroups;
 static_assert(kDrawGroups >= 1 && kDrawGroups * kFanout == kDrawLanes, "whole groups per draw");
+// A draw's first step loads the whole top level (at most kFanout rows of kFanout nodes) twice: as
+// rows of grandchildren (lane j of group h: node j of rows h, h + kDrawGroups, ...), and as
+// kTopPerLane consecutive nodes per lane, kTopLanesPerRow lanes per row, for the row sums.
+constexpr int kTopPerLane = static_cast<int>(kTopNodes / kDrawLanes);
+constexpr int kTopLanesPerRow = kFanout / kTopPerLane;
+static_assert(kTopPerLane % 4 == 0 && kTopLanesPerRow * kTopPerLane == kFanout, "whole quarters");
 // 4 draws per block: 8 and 2 measured slower in the sample-and-update pair (bench/RESULTS.md).
 constexpr int kSampleThreads = 128;
 constexpr int kUpdateLanes = 4;  // lanes per updated index, each adding kFanout / 4 children
@@ -90,6 +98,30 @@ int threads_for(int64_t work, int most) {
   int t = redline::gpu::kWarpSize;
   while (t < most && t < work) t *= 2;
   return t;
+}
+
+// The sum and min of n consecutive children (n a power of two, at least 4) in tree_combine's order:
+// quarters, then pairwise. A run that starts at a multiple of n is a subtree of that order.
+template <int n>
+__device__ inline void combine_run(const double* sum_in, const double* min_in, double* sum_out,
+                                   double* min_out) {
+  constexpr int kQuarters = n / 4;
+  double q[kQuarters], m[kQuarters];
+#pragma unroll
+  for (int k = 0; k < kQuarters; ++k) {
+    q[k] = tree_quarter_sum(sum_in + 4 * k);
+    m[k] = tree_quarter_min(min_in + 4 * k);
+  }
+#pragma unroll
+  for (int w = 1; w < kQuarters; w *= 2) {
+#pragma unroll
+    for (int k = 0; k < kQuarters; k += 2 * w) {
+      q[k] = q[k] + q[k + w];
+      m[k] = tree_min(m[k], m[k + w]);
+    }
+  }
+  *sum_out = q[0];
+  *min_out = m[0];
 }
 
 // tree_combine of a node's kFanout children: this lane's share of them (kFanout / kUpdateLanes
@@ -264,9 +296,46 @@ __device__ inline void load_step(const ReplayView& v, int d, int64_t node, bool 
   }
 }
 
+// The first step of a draw (lane j of group h; draw_lane = h * kFanout + j): the top level's rows
+// h, h + kDrawGroups, ... as grandchildren of the unstored level above it, and this lane's
+// kTopPerLane consecutive nodes of the top, reduced to their part of a row's sum and min. Rows past
+// the top's end read as 0 and +inf.
+__device__ inline void load_top(const ReplayView& v, int j, int h, int draw_lane, double* grand,
+                                double* part_sum, double* part_min) {
+  const int top = static_cast<int>(v.tree.count[0]);  // at most kTopNodes, a multiple of kFanout
+  const double* sum = v.sum + v.tree.offset[0];
+#pragma unroll
+  for (int r = 0; r < kAheadRows; ++r) {
+    const int row = h + kDrawGroups * r;
+    grand[r] = row * kFanout < top ? sum[row * kFanout + j] : 0.0;
+  }
+  const int first = draw_lane * kTopPerLane;  // the run lies wholly inside or past the top
+  double s[kTopPerLane], m[kTopPerLane];
+  if (first < top) {
+    const auto* s2 = reinterpret_cast<const double2*>(sum + first);
+    const auto* m2 = reinterpret_cast<const double2*>(v.min + v.tree.offset[0] + first);
+#pragma unroll
+    for (int k = 0; k < kTopPerLane / 2; ++k) {
+      const double2 a = s2[k], b = m2[k];
+      s[2 * k] = a.x;
+      s[2 * k + 1] = a.y;
+      m[2 * k] = b.x;
+      m[2 * k + 1] = b.y;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kTopPerLane; ++k) {
+      s[k] = 0.0;
+      m[k] = tree_leaf_min(0.0);
+    }
+  }
+  combine_run<kTopPerLane>(s, m, part_sum, part_min);
+}
+
 // Draw b * draws + w of block b is served by the block's w-th kDrawLanes lanes, and lane 0 writes
-// the result. Its first step's loads (the root's children and grandchildren) go out with the
-// Philox offset and the total, so a tree of L levels costs ceil((L - 1) / 2) dependent loads.
+// the result. Its first step loads the top level whole, with the Philox offset, and derives the two
+// unstored levels above it (the rows' sums, then the total and the smallest leaf) by shuffles in
+// tree_combine's order, so a tree of L stored levels costs 1 + floor((L - 1) / 2) dependent loads.
 // blocks_done counts the blocks that have read the offset: the last one advances it and reports
 // faults.
 __global__ void __launch_bounds__(kSampleThreads)
@@ -282,14 +351,33 @@ __global__ void __launch_bounds__(kSampleThreads)
   const int base = static_cast<int>(threadIdx.x) % redline::gpu::kWarpSize - lane;
   const int64_t i =
       blockIdx.x * static_cast<int64_t>(blockDim.x / kDrawLanes) + threadIdx.x / kDrawLanes;
-  // Independent loads, all in flight together: the offset, the total, the min and the first step.
+  // Independent loads, all in flight together: the offset and the top level (every draw reads it,
+  // so that every draw derives the same total).
   if (threadIdx.x == 0) base_offset = static_cast<uint64_t>(*v.rng_offset);
-  const double total = v.sum[0];
-  const double min_leaf = v.min[0];
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
-  double child = 0.0, grand[kAheadRows] = {};
-  bool two = levels > 2;
-  if (i < batch && levels > 1) load_step(v, 0, 0, two, lane, group, &child, grand);
+  double grand[kAheadRows], row_sum = 0.0, row_min = 0.0;
+  load_top(v, lane, group, draw_lane, grand, &row_sum, &row_min);
+  // The rows' sums and mins (row r in lanes r * kTopLanesPerRow ...), child j = row j's sum in lane
+  // j of each group, then the total: butterflies across each group in tree_combine's order.
+#pragma unroll
+  for (int step = 1; step < kTopLanesPerRow; step *= 2) {
+    row_sum = row_sum + __shfl_xor_sync(redline::gpu::kFullLaneMask, row_sum, step, kDrawLanes);
+    row_min =
+        tree_min(row_min, __shfl_xor_sync(redline::gpu::kFullLaneMask, row_min, step, kDrawLanes));
+  }
+  double child =
+      __shfl_sync(redline::gpu::kFullLaneMask, row_sum, lane * kTopLanesPerRow, kDrawLanes);
+  double total = child;
+#pragma unroll
+  for (int step = 1; step < kFanout; step *= 2) {
+    total = total + __shfl_xor_sync(redline::gpu::kFullLaneMask, total, step, kFanout);
+  }
+  double min_leaf = row_min;  // needed only for the weight, at the end
+#pragma unroll
+  for (int step = kTopLanesPerRow; step < kDrawLanes; step *= 2) {
+    min_leaf = tree_min(min_leaf,
+                        __shfl_xor_sync(redline::gpu::kFullLaneMask, min_leaf, step, kDrawLanes));
+  }
   __syncthreads();
   const bool beta_ok = b >= 0.0 && b <= 1.0;
   const bool empty = !(total > 0.0);
@@ -307,8 +395,11 @@ __global__ void __launch_bounds__(kSampleThreads)
   // The last step's masses and choice: the chosen leaf's mass is taken from them once, at the end.
   double last_masses = 0.0;
   int last_chosen = 0;
+  bool two = true;
+  // d is the level of `node`: the first step starts at the unstored root (level -2) and ends on a
+  // node of the top level.
 #pragma unroll 1
-  for (int d = 0; d + 1 < levels;) {
+  for (int d = -2; d + 1 < levels;) {
     const int k = group_choose_child(child, lane, base, &u);
     node = node * kFanout + k;
     last_masses = child;
@@ -338,10 +429,9 @@ __global__ void __launch_bounds__(kSampleThreads)
       if (active) load_step(v, d, node, two, lane, group, &child, grand);
     }
   }
-  double leaf = __shfl_sync(redline::gpu::kFullLaneMask, last_masses, last_chosen, kFanout);
+  const double leaf = __shfl_sync(redline::gpu::kFullLaneMask, last_masses, last_chosen, kFanout);
   if (i < batch && draw_lane == 0) {
     if (active) {
-      if (levels == 1) leaf = v.sum[v.tree.offset[0]];
       indices[i] = node;
       weights[i] = importance_weight(v, leaf, min_leaf, b);
     } else {

@@ -89,8 +89,8 @@ void insert(const ReplayView& v, const InsertSource& src) {
 }
 
 void sample(const ReplayView& v, int64_t batch, double beta, int64_t* indices, float* weights) {
-  const double total = v.sum[0];
-  const double min_leaf = v.min[0];
+  double total = 0.0, min_leaf = 0.0;
+  tree_top(v.tree, v.sum, v.min, &total, &min_leaf);
   if (!(beta >= 0.0 && beta <= 1.0)) fail(kFaultBeta, 0, beta, v.rows * v.envs);
   if (!(total > 0.0)) fail(kFaultEmpty, 0, 0.0, v.rows * v.envs);
   const uint64_t base = static_cast<uint64_t>(*v.rng_offset);

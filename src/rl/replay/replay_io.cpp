@@ -23,7 +23,9 @@ namespace redline::rl {
 namespace {
 
 constexpr char kMagic[8] = {'R', 'L', 'R', 'E', 'P', 'L', 'A', 'Y'};
-constexpr int kVersion = 1;
+// Version 2: the trees no longer store the two levels above their top (replay_math.h). Version 1
+// files are refused: their tree sections do not match this layout.
+constexpr int kVersion = 2;
 constexpr size_t kChunk = size_t{64} << 20;
 
 // A fast 64-bit checksum over 8-byte words (detects truncation, bit flips and reordering).
@@ -240,8 +242,9 @@ void ReplayMemory::load(const std::string& path) {
   uint64_t rng_offset = 0;
   try {
     REDLINE_CHECK(header.at("version").get<int>() == kVersion,
-                  "replay file '{}' has format version {}; this redline reads version {}", path,
-                  header.at("version").dump(), kVersion);
+                  "replay file '{}' has format version {}; this redline reads version {} (its "
+                  "priority trees are laid out differently), so the memory must be filled again",
+                  path, header.at("version").dump(), kVersion);
     const nlohmann::json mine = config_json(config_);
     for (const char* key : {"capacity", "num_envs", "obs_shape", "obs_dtype", "frame_stack",
                             "padding", "action_dtype", "n_step", "prioritized", "alpha"}) {

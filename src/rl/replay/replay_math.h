@@ -12,22 +12,49 @@
 
 namespace redline::rl::replay {
 
-// ---- tree layout
-// --------------------------------------------------------------------------------- A 16-ary tree
-// stored level by level (root first). Node j of level d has the children j*16 .. j*16+15 of level
-// d+1; each level is padded to a multiple of 16 with neutral values (0 in the sum tree, +inf in the
-// min tree). 16 doubles are one 128-byte line, so a descent reads one line per level: 6 levels for
-// 1e7 leaves instead of 24 in a binary tree.
-// 32 children per node (one level fewer) works too, bit for bit on every device, but the GPU's
-// update measured 1.3 to 1.4x slower with it on the H200: each level reads twice the bytes.
+// Bit casts through a union (what philox.h does too): valid in g++, nvcc and hipcc device code,
+// where memcpy may not be declared for the device before the vendor header.
+REDLINE_HD inline double bits_to_double(uint64_t b) {
+  union {
+    uint64_t u;
+    double d;
+  } pun{b};
+  return pun.d;
+}
+REDLINE_HD inline uint64_t double_to_bits(double d) {
+  union {
+    double d;
+    uint64_t u;
+  } pun{d};
+  return pun.u;
+}
+
+// A leaf's value in the min tree: its mass where positive, else +inf (never the minimum). Every
+// device keeps the min leaves so, and the GPU's update derives them from the sum leaves by it.
+REDLINE_HD inline double tree_leaf_min(double mass) {
+  return mass > 0.0 ? mass : bits_to_double(0x7FF0000000000000ull);
+}
+
+// ---- tree layout ------------------------------------------------------------------------------
+// A 16-ary tree stored level by level, its top level first. Node j of level d has the children
+// j*16 .. j*16+15 of level d+1; each level is padded to a multiple of 16 with neutral values (0 in
+// the sum tree, +inf in the min tree). 16 doubles are one 128-byte line, so a descent reads one
+// line per level. The top level holds at most kTopNodes = 16 * 16 nodes, and the two levels that a
+// complete tree would have above it (at most 16 nodes, then the root) are not stored: tree_top
+// derives them, in tree_combine's order, wherever the total mass or the smallest leaf is needed. A
+// GPU draw loads the whole top level in its first step anyway, and an update then recomputes two
+// levels fewer (each one a store, a barrier and a reload in a single block: about 0.6 µs on the
+// H200). 32 children per node (one level fewer) works too, bit for bit on every device, but the
+// GPU's update measured 1.3 to 1.4x slower with it on the H200: each level reads twice the bytes.
 inline constexpr int kFanoutBits = 4;
 inline constexpr int kFanout = 1 << kFanoutBits;
 static_assert(kFanout == 16 || kFanout == 32, "a node's children are 16 or 32 lanes of a group");
-inline constexpr int kMaxLevels = 10;  // 16^9 leaves: far above any memory
+inline constexpr int64_t kTopNodes = int64_t{kFanout} * kFanout;
+inline constexpr int kMaxLevels = 10;  // 16^11 leaves: far above any memory
 inline constexpr int kMaxStack = 16;   // largest frame_stack
 
 struct TreeLayout {
-  int levels = 0;                   // level 0 is the root, levels-1 the leaves
+  int levels = 0;                   // level 0 is the top (at most kTopNodes), levels-1 the leaves
   int64_t offset[kMaxLevels] = {};  // first node of each level in the node array
   int64_t count[kMaxLevels] = {};   // nodes of each level, padding included
   int64_t nodes = 0;                // total nodes
@@ -39,7 +66,7 @@ inline TreeLayout make_tree_layout(int64_t leaves) {
   int m = 0;
   int64_t n = leaves;
   sizes[m++] = n;
-  while (n > 1 && m < kMaxLevels) {
+  while (n > kTopNodes && m < kMaxLevels) {
     n = (n + kFanout - 1) / kFanout;
     sizes[m++] = n;
   }
@@ -120,13 +147,45 @@ REDLINE_HD inline int tree_choose_child(const double* c, double* u_io) {
   return last_positive;
 }
 
-// The leaf whose prefix-sum interval holds u (0 <= u, ideally u < root).
+// The sums and mins of the top level's rows (row r: nodes r*16 .. r*16+15, the level above the top,
+// not stored), each by tree_combine; rows past the top level's end are 0 and +inf.
+REDLINE_HD inline void tree_top_rows(const TreeLayout& t, const double* sum, const double* mn,
+                                     double* row_sum, double* row_min) {
+  for (int r = 0; r < kFanout; ++r) {
+    const int64_t first = t.offset[0] + int64_t{r} * kFanout;
+    if (int64_t{r} * kFanout < t.count[0]) {
+      tree_combine(sum + first, mn + first, &row_sum[r], &row_min[r]);
+    } else {
+      row_sum[r] = 0.0;
+      row_min[r] = tree_leaf_min(0.0);
+    }
+  }
+}
+
+// The total mass and the smallest leaf: the root that the stored levels would have, computed by
+// tree_combine from the top level's rows.
+REDLINE_HD inline void tree_top(const TreeLayout& t, const double* sum, const double* mn,
+                                double* total, double* min_leaf) {
+  double row_sum[kFanout], row_min[kFanout];
+  tree_top_rows(t, sum, mn, row_sum, row_min);
+  tree_combine(row_sum, row_min, total, min_leaf);
+}
+
+// The leaf whose prefix-sum interval holds u (0 <= u, ideally u < the total): a row of the top
+// level by its sum, a node in that row, then one node per stored level below.
 REDLINE_HD inline int64_t tree_descend(const TreeLayout& t, const double* sum, double u) {
-  int64_t node = 0;
+  double row_sum[kFanout], row_min[kFanout];
+  tree_top_rows(t, sum, sum, row_sum, row_min);  // the mins are not used here
+  const int row = tree_choose_child(row_sum, &u);
+  double c[kFanout];
+  for (int j = 0; j < kFanout; ++j) {
+    const int64_t n = int64_t{row} * kFanout + j;
+    c[j] = n < t.count[0] ? sum[t.offset[0] + n] : 0.0;
+  }
+  int64_t node = int64_t{row} * kFanout + tree_choose_child(c, &u);
   for (int d = 0; d + 1 < t.levels; ++d) {
     const double* src = sum + t.offset[d + 1] + node * kFanout;
-    double c[kFanout];  // one 128-byte line, loaded before the scan so the loads overlap
-    for (int j = 0; j < kFanout; ++j) c[j] = src[j];
+    for (int j = 0; j < kFanout; ++j) c[j] = src[j];  // one 128-byte line, loaded before the scan
     node = node * kFanout + tree_choose_child(c, &u);
   }
   return node;
@@ -137,29 +196,6 @@ REDLINE_HD inline int64_t tree_descend(const TreeLayout& t, const double* sum, d
 inline constexpr double kLn2Hi = 6.93147180369123816490e-01;  // ln 2 high part (exact * small int)
 inline constexpr double kLn2Lo = 1.90821492927058770002e-10;  // ln 2 - kLn2Hi
 inline constexpr double kInvLn2 = 1.44269504088896338700e+00;
-
-// Bit casts through a union (what philox.h does too): valid in g++, nvcc and hipcc device code,
-// where memcpy may not be declared for the device before the vendor header.
-REDLINE_HD inline double bits_to_double(uint64_t b) {
-  union {
-    uint64_t u;
-    double d;
-  } pun{b};
-  return pun.d;
-}
-REDLINE_HD inline uint64_t double_to_bits(double d) {
-  union {
-    double d;
-    uint64_t u;
-  } pun{d};
-  return pun.u;
-}
-
-// A leaf's value in the min tree: its mass where positive, else +inf (never the minimum). Every
-// device keeps the min leaves so, and the GPU's update derives them from the sum leaves by it.
-REDLINE_HD inline double tree_leaf_min(double mass) {
-  return mass > 0.0 ? mass : bits_to_double(0x7FF0000000000000ull);
-}
 
 // p * 2^k for k in [-2045, 2046], in at most two exact power-of-two steps (a result outside the
 // double range rounds as one multiplication would).
