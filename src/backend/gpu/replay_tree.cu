@@ -12,12 +12,10 @@
 // first step loads the whole top level (the tree stores no root: replay_math.h) and derives the
 // total from it by shuffles. A group finds the child with four shuffle steps of tree_prefix_sums
 // and two ballots: the CPU's tree_choose_child, bit for bit. The last block to read the Philox
-// offset advances it. Update stays one block, because each tree level must be final before its
-// parents are recomputed (__syncthreads between levels); kUpdateLanes lanes serve an index, each
-// adding a quarter of a node's children, and two butterfly steps give the parent in
-// tree_combine's pairwise order.
-// Update's levels cost what they read more than their round trips (bench/RESULTS.md, fifth replay
-// session), so the deepest level reads only the leaves' sums: their mins follow from them.
+// offset advances it. Update runs one block per tree (sums, mins), because each tree level must be
+// final before its parents are recomputed (__syncthreads between levels); kUpdateLanes lanes serve
+// an index, each combining a quarter of a node's children, and two butterfly steps give the parent
+// in tree_combine's pairwise order.
 #include <cfloat>
 #include <climits>
 
@@ -124,58 +122,46 @@ __device__ inline void combine_run(const double* sum_in, const double* min_in, d
   *min_out = m[0];
 }
 
-// tree_combine of a node's kFanout children: this lane's share of them (kFanout / kUpdateLanes
-// consecutive children) starts at sum_src / min_src, each lane adds its quarters pairwise, and
-// butterfly steps across the group's lanes give every lane the parent, in tree_combine's order
-// (IEEE addition commutes exactly). Every lane of the warp must call it; inactive groups read
-// nothing. With `leaves`, the children are leaves and their mins are derived from their sums: a
-// leaf's min is its sum where that is positive, else +inf (set_leaf keeps them so), which halves
-// the bytes that the deepest level reads.
-__device__ inline void group_combine(const double* sum_src, const double* min_src, bool active,
-                                     bool leaves, double* sum_out, double* min_out) {
+// tree_combine of a node's kFanout children in one tree (kMins: the min tree, else the sum tree):
+// this lane's share of them (kFanout / kUpdateLanes consecutive children) starts at src, each lane
+// combines its quarters pairwise, and butterfly steps across the group's lanes give every lane the
+// parent, in tree_combine's order (IEEE addition commutes exactly). Every lane of the warp must
+// call it; inactive groups read nothing. With kMins and `leaves`, src points at sum leaves and their
+// mins are derived (a leaf's min is its mass where positive, else +inf): the sum leaves are the
+// lines that sample has just read, while the min leaves would come from memory at 1e7 leaves.
+template <bool kMins>
+__device__ inline double group_combine(const double* src, bool active, bool leaves) {
   constexpr int kQuarters = kFanout / 4 / kUpdateLanes;  // per lane
   static_assert(kQuarters >= 1 && (kQuarters & (kQuarters - 1)) == 0, "whole quarters per lane");
-  double s = 0.0, m = 0.0;
+  double x = 0.0;
   if (active) {
-    const auto* s2 = reinterpret_cast<const double2*>(sum_src);
-    const auto* m2 = reinterpret_cast<const double2*>(min_src);
-    double share_sum[kQuarters], share_min[kQuarters];
+    const auto* c2 = reinterpret_cast<const double2*>(src);
+    double share[kQuarters];
 #pragma unroll
     for (int q = 0; q < kQuarters; ++q) {
-      const double2 s_lo = s2[2 * q], s_hi = s2[2 * q + 1];
-      const double quarter_sum[4] = {s_lo.x, s_lo.y, s_hi.x, s_hi.y};
-      double quarter_min[4];
-      if (!leaves) {
-        const double2 m_lo = m2[2 * q], m_hi = m2[2 * q + 1];
-        quarter_min[0] = m_lo.x;
-        quarter_min[1] = m_lo.y;
-        quarter_min[2] = m_hi.x;
-        quarter_min[3] = m_hi.y;
-      } else {
+      const double2 lo = c2[2 * q], hi = c2[2 * q + 1];
+      double quarter[4] = {lo.x, lo.y, hi.x, hi.y};
+      if (kMins && leaves) {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) quarter_min[k] = tree_leaf_min(quarter_sum[k]);
+        for (int k = 0; k < 4; ++k) quarter[k] = tree_leaf_min(quarter[k]);
       }
-      share_sum[q] = tree_quarter_sum(quarter_sum);
-      share_min[q] = tree_quarter_min(quarter_min);
+      share[q] = kMins ? tree_quarter_min(quarter) : tree_quarter_sum(quarter);
     }
 #pragma unroll
     for (int w = 1; w < kQuarters; w *= 2) {
 #pragma unroll
       for (int q = 0; q < kQuarters; q += 2 * w) {
-        share_sum[q] = share_sum[q] + share_sum[q + w];
-        share_min[q] = tree_min(share_min[q], share_min[q + w]);
+        share[q] = kMins ? tree_min(share[q], share[q + w]) : share[q] + share[q + w];
       }
     }
-    s = share_sum[0];
-    m = share_min[0];
+    x = share[0];
   }
 #pragma unroll
   for (int step = 1; step < kUpdateLanes; step *= 2) {
-    s = s + __shfl_xor_sync(redline::gpu::kFullLaneMask, s, step, kUpdateLanes);
-    m = tree_min(m, __shfl_xor_sync(redline::gpu::kFullLaneMask, m, step, kUpdateLanes));
+    const double other = __shfl_xor_sync(redline::gpu::kFullLaneMask, x, step, kUpdateLanes);
+    x = kMins ? tree_min(x, other) : x + other;
   }
-  *sum_out = s;
-  *min_out = m;
+  return x;
 }
 
 // Chained launches (sm_90 programmatic dependent launch): a kernel launched by launch_chained may
@@ -506,9 +492,59 @@ __device__ inline T lanes32_extreme(T value) {
 }
 
 // ---- update -------------------------------------------------------------------------------------
-// Three phases, each one dependent global round trip: (1) every index checked, with its new leaf
-// value (priority^alpha, 0 marks a slot that is not sampleable) computed by the thread that loaded
-// it; (2) leaves written by the last occurrence of each index; (3) ancestors, level by level.
+// The ancestors of the updated leaves in one tree (kMins: the min tree, else the sum tree): each
+// pass of groups recomputes its indices' paths bottom-up, a barrier between levels. A later pass
+// recomputes the ancestors it shares with an earlier one after all leaves are written, so every
+// node ends final. (Electing one group per shared ancestor, through a bit per node set with shared
+// atomics, measured 0.65 us slower: the atomics cost more than the duplicate loads and stores they
+// save.) Every thread of the block must call it.
+template <bool kMins>
+__device__ inline void update_ancestors(const ReplayView& v, double* tree, int64_t batch,
+                                        const int64_t* indices, const int64_t* staged_index,
+                                        bool use_staged) {
+  const int leaf_level = v.tree.levels - 1;
+  const int64_t leaf0 = v.tree.offset[leaf_level];
+  const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
+  const int64_t group = threadIdx.x / kUpdateLanes;
+  const int64_t groups = blockDim.x / kUpdateLanes;
+  for (int64_t first = 0; first < batch; first += groups) {
+    const int64_t i = first + group;
+    const bool active = i < batch;
+    const int64_t idx = active ? (use_staged ? staged_index[i] : indices[i]) : 0;
+    // The node a level recomputes and this lane's share of its children: set here for the
+    // deepest level, and for each next level before the barrier that ends the level before (an
+    // empty asm keeps the compiler from moving that arithmetic past the barrier), so that a
+    // level's loads go out as soon as its barrier opens.
+    constexpr int kShare = kFanout / kUpdateLanes;
+    int64_t node = idx >> kFanoutBits;
+    int64_t child = leaf0 + node * kFanout + kShare * lane;
+    // Unrolled over every possible level, so that each level's offsets are static parameter loads
+    // (unlike sample's descent: here a loop measured 0.1 us slower).
+#pragma unroll
+    for (int d = kMaxLevels - 2; d >= 0; --d) {
+      if (d >= leaf_level) continue;  // the same in every thread
+      const bool leaves = d + 1 == leaf_level;
+      const double x = group_combine<kMins>((kMins && leaves ? v.sum : tree) + child, active, leaves);
+      const int64_t at = v.tree.offset[d] + node;
+      node >>= kFanoutBits;
+      child = v.tree.offset[d] + node * kFanout + kShare * lane;
+      pin_before_barrier(child);
+      if (active && lane == 0) tree[at] = x;  // groups sharing a parent write the same bits
+      __syncthreads();
+    }
+  }
+}
+
+// Two blocks, one per tree, side by side on two SMs: block 0 recomputes the sum tree's ancestors,
+// block 1 the min tree's (one block doing both spent 0.6 to 1.0 µs more on the H200,
+// bench/RESULTS.md). Both write the same leaves with the same bits (set_leaf: the sum leaf and the
+// min leaf), so each block reads back its own writes and neither waits for the other; block 1
+// derives the leaves' mins from the sum leaves. An update never changes whether a leaf is
+// sampleable (sum leaf > 0), so reading that before or after the other block's write gives the same
+// answer. Each block has three phases, each one dependent global round trip: (1) every index
+// checked, with its new leaf value (priority^alpha, 0 marks a slot that is not sampleable) computed
+// by the thread that loaded it; (2) leaves written by the last occurrence of each index; (3)
+// ancestors, level by level. Block 0 alone reports faults and raises the running maximum.
 __global__ void __launch_bounds__(kMaxThreads, 1)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
@@ -520,6 +556,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __shared__ double staged_leaf[kStagedIndices];
   __shared__ unsigned long long slot_index[kLastSlots];
   __shared__ int slot_last[kLastSlots];
+  const bool mins = blockIdx.x == 1;
+  double* const tree = mins ? v.min : v.sum;
   const bool use_staged = batch <= kStagedIndices;
   const int leaf_level = v.tree.levels - 1;
   const int64_t capacity = v.rows * v.envs;
@@ -587,8 +625,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   bad_index = block_bad_index;
   bad_priority = block_bad_priority;
   max_bits = block_max_bits;
-  if (bad_index != INT_MAX || bad_priority != INT_MAX) {  // nothing changes
-    if (threadIdx.x == 0) {
+  if (bad_index != INT_MAX || bad_priority != INT_MAX) {  // nothing changes in either tree
+    if (threadIdx.x == 0 && !mins) {
       if (bad_index <= bad_priority) {
         report_fault(v.fault, kFaultIndex, bad_index, static_cast<double>(indices[bad_index]));
       } else {
@@ -598,9 +636,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     return;
   }
   // Leaves: only the last occurrence of an index writes, and only while the slot is sampleable.
-  const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
-  const int64_t group = threadIdx.x / kUpdateLanes;
-  const int64_t groups = blockDim.x / kUpdateLanes;
   if (use_staged) {
     const int i = static_cast<int>(threadIdx.x);
     if (i < batch && slot_last[my_slot] == i && staged_leaf[i] > 0.0) {
@@ -608,6 +643,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     }
   } else {
     // The group of index i scans the later positions, each lane every kUpdateLanes-th one.
+    const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
+    const int64_t group = threadIdx.x / kUpdateLanes;
+    const int64_t groups = blockDim.x / kUpdateLanes;
     for (int64_t first = 0; first < batch; first += groups) {  // the same trip count everywhere
       const int64_t i = first + group;
       int later = i < batch ? later_occurrence(indices, i, batch, lane) : 0;
@@ -620,41 +658,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     }
   }
   __syncthreads();
-  // Ancestors: each pass of groups recomputes its indices' paths bottom-up, a barrier between
-  // levels. A later pass recomputes the ancestors it shares with an earlier one after all leaves
-  // are written, so every node ends final. (Electing one group per shared ancestor, through a bit
-  // per node set with shared atomics, measured 0.65 us slower: the atomics cost more than the
-  // duplicate loads and stores they save.)
-  for (int64_t first = 0; first < batch; first += groups) {
-    const int64_t i = first + group;
-    const bool active = i < batch;
-    const int64_t idx = active ? (use_staged ? staged_index[i] : indices[i]) : 0;
-    // The node a level recomputes and this lane's share of its children: set here for the
-    // deepest level, and for each next level before the barrier that ends the level before (an
-    // empty asm keeps the compiler from moving that arithmetic past the barrier), so that a
-    // level's loads go out as soon as its barrier opens.
-    constexpr int kShare = kFanout / kUpdateLanes;
-    int64_t node = idx >> kFanoutBits;
-    int64_t child = leaf0 + node * kFanout + kShare * lane;
-    // Unrolled over every possible level, so that each level's offsets are static parameter loads
-    // (unlike sample's descent: here a loop measured 0.1 us slower).
-#pragma unroll
-    for (int d = kMaxLevels - 2; d >= 0; --d) {
-      if (d >= leaf_level) continue;  // the same in every thread
-      double s = 0.0, m = 0.0;
-      group_combine(v.sum + child, v.min + child, active, d + 1 == leaf_level, &s, &m);
-      const int64_t at = v.tree.offset[d] + node;
-      node >>= kFanoutBits;
-      child = v.tree.offset[d] + node * kFanout + kShare * lane;
-      pin_before_barrier(child);
-      if (active && lane == 0) {  // groups sharing a parent write the same bits
-        v.sum[at] = s;
-        v.min[at] = m;
-      }
-      __syncthreads();
-    }
+  if (mins) {
+    update_ancestors<true>(v, tree, batch, indices, staged_index, use_staged);
+  } else {
+    update_ancestors<false>(v, tree, batch, indices, staged_index, use_staged);
   }
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0 && !mins) {
     const double p = static_cast<double>(__uint_as_float(max_bits));
     if (p > max_before) *v.max_priority = p;
   }
@@ -682,7 +691,8 @@ void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_d
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  launch_chained(update_kernel, 1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v, batch,
+  // Two blocks: the sum tree's and the min tree's.
+  launch_chained(update_kernel, 2, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v, batch,
                  indices, priorities);
 }
 
