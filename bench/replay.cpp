@@ -9,7 +9,8 @@
 //   eager: the host launches each sample and update (two kernels per operation).
 //   graph: kOps operations captured once in a StepGraph and replayed (what a captured training
 //          step does); "+gather" adds the (128, 4, 10, 10) batch with n-step returns; "sample"
-//          and "update" are each kernel alone, captured the same way.
+//          and "update" are each kernel alone, captured the same way. "L2 kept": bytes of the
+//          min tree's inner levels that update marks persisting in L2 (ReplayStats::l2_kept).
 // Without a GPU it runs the CPU memory at the same sizes, so the program always prints a table.
 #include "redline/rl/replay/replay.h"
 
@@ -59,6 +60,7 @@ struct Row {
   size_t bytes;
   double fill_s;
   double eager_us, graph_us, gather_us, sample_us, update_us;
+  size_t l2_kept;
 };
 
 Row run(Device dev, int64_t capacity) {
@@ -73,7 +75,7 @@ Row run(Device dev, int64_t capacity) {
   c.seed = 1;
   c.device = dev;
   ReplayMemory m(c);
-  Row row{capacity, m.bytes(), 0, 0, 0, 0, 0, 0};
+  Row row{capacity, m.bytes(), 0, 0, 0, 0, 0, 0, m.stats().l2_kept};
 
   // Fill: capacity / num_envs + n inserts.
   Generator gen(7, 0, dev);
@@ -160,15 +162,16 @@ int main(int argc, char** argv) {
       static_cast<long long>(kBatch), static_cast<long long>(kBatch), kRepeats, kOps);
   std::printf(
       "| capacity | memory MiB | fill s | eager us/op | eager ops/s | graph us/op | graph "
-      "ops/s | graph +gather us/op | sample us | update us |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+      "ops/s | graph +gather us/op | sample us | update us | L2 kept MiB |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (int64_t capacity : capacities) {
     try {
       const Row r = run(dev, capacity);
-      std::printf("| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f |\n",
-                  static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20),
-                  r.fill_s, r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us, r.gather_us,
-                  r.sample_us, r.update_us);
+      std::printf(
+          "| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f |\n",
+          static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20), r.fill_s,
+          r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us, r.gather_us, r.sample_us,
+          r.update_us, static_cast<double>(r.l2_kept) / (1 << 20));
       std::printf(
           "RESULT replay device=%s capacity=%lld eager_ops_per_s=%.0f graph_ops_per_s=%.0f\n",
           dev.str().c_str(), static_cast<long long>(capacity), 1e6 / r.eager_us, 1e6 / r.graph_us);

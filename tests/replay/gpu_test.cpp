@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
 
+#include "redline/core/probe.h"
 #include "redline/core/stream.h"
 #include "replay_test_util.h"
 #include "test_util.h"
@@ -168,7 +170,7 @@ TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
 // share a parent (pairs, then triples).
 TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
   REDLINE_REQUIRE_GPU();
-  const int64_t batches[] = {1, 3, 16, 64, 127, 128, 129, 300, 512, 513};
+  const int64_t batches[] = {1, 3, 16, 64, 127, 128, 129, 256, 257, 512, 513};
   const struct {
     int64_t envs, rows;
   } shapes[] = {{4, 4}, {8, 25}, {30, 100}, {50, 100}, {100, 700}, {1000, 1100}, {10000, 1700}};
@@ -367,6 +369,32 @@ TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
   gpu.sample_into(128, beta, smp[0]);
   EXPECT_EQ(last_cpu.indices.to_vector<int64_t>(), smp[0].indices.to_vector<int64_t>());
   EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
+}
+
+// On NVIDIA GPUs from sm_80 on, a prioritized memory sets aside L2 for its min tree's inner levels
+// (update marks them persisting); a small tree fits whole. Uniform memories and AMD GPUs keep none.
+TEST(GpuReplay, MinTreeInnerLevelsKeptInL2) {
+  REDLINE_REQUIRE_GPU();
+  GpuRuntimeInfo runtime;
+  const std::vector<GpuInfo> gpus = probe_gpus(&runtime, false);
+  ASSERT_FALSE(gpus.empty());
+  const GpuInfo& info = gpus[0];
+  const bool persisting = info.vendor == "nvidia" && info.arch.rfind("sm_", 0) == 0 &&
+                          std::atoi(info.arch.c_str() + 3) >= 80;
+  ReplayConfig c = scalar_prioritized(1000, 100, kGpu);
+  ReplayMemory m(c);
+  const std::vector<int64_t> offsets = m.tree_level_offsets();
+  ASSERT_GE(offsets.size(), 3u);  // the leaves start at the last offset but one
+  const auto inner = static_cast<size_t>(offsets[offsets.size() - 2]) * sizeof(double);
+  EXPECT_GT(inner, 0u);
+  EXPECT_EQ(m.stats().l2_kept, persisting ? inner : 0u) << info.name << " " << info.arch;
+  // Updates under the window change nothing in the results (the parity tests cover that); here the
+  // uniform memory has no tree to keep.
+  c.prioritized = false;
+  EXPECT_EQ(ReplayMemory(c).stats().l2_kept, 0u);
+  c.prioritized = true;
+  c.device = Device::cpu();
+  EXPECT_EQ(ReplayMemory(c).stats().l2_kept, 0u);
 }
 
 TEST(GpuReplay, KernelFaultsAreOneSentence) {

@@ -15,7 +15,9 @@
 // offset advances it. Update runs one block per tree (sums, mins), because each tree level must be
 // final before its parents are recomputed (__syncthreads between levels); kUpdateLanes lanes serve
 // an index, each combining a quarter of a node's children, and two butterfly steps give the parent
-// in tree_combine's pairwise order.
+// in tree_combine's pairwise order. On NVIDIA GPUs update marks the min tree's inner levels
+// persisting in L2 (reserve_l2), so its min block finds them there at large capacities.
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 
@@ -126,9 +128,9 @@ __device__ inline void combine_run(const double* sum_in, const double* min_in, d
 // this lane's share of them (kFanout / kUpdateLanes consecutive children) starts at src, each lane
 // combines its quarters pairwise, and butterfly steps across the group's lanes give every lane the
 // parent, in tree_combine's order (IEEE addition commutes exactly). Every lane of the warp must
-// call it; inactive groups read nothing. With kMins and `leaves`, src points at sum leaves and their
-// mins are derived (a leaf's min is its mass where positive, else +inf): the sum leaves are the
-// lines that sample has just read, while the min leaves would come from memory at 1e7 leaves.
+// call it; inactive groups read nothing. With kMins and `leaves`, src points at sum leaves and
+// their mins are derived (a leaf's min is its mass where positive, else +inf): the sum leaves are
+// the lines that sample has just read, while the min leaves would come from memory at 1e7 leaves.
 template <bool kMins>
 __device__ inline double group_combine(const double* src, bool active, bool leaves) {
   constexpr int kQuarters = kFanout / 4 / kUpdateLanes;  // per lane
@@ -204,24 +206,50 @@ bool chained_launch_supported() {
 #endif
 }
 
+// A range of device memory whose lines a launch marks persisting in L2 (the set-aside that
+// reserve_l2 sized), `share` of them where the range exceeds it. Empty: no marking.
+struct L2Keep {
+  const void* base = nullptr;
+  size_t bytes = 0;
+  float share = 0.0f;
+};
+
+// The min tree's inner levels (every stored level above the leaves), for update: the window that
+// reserve_l2 set.
+L2Keep min_inner_levels(const ReplayView& v) {
+  return {v.min, static_cast<size_t>(v.l2_window_bytes), v.l2_window_share};
+}
+
 template <typename... Params, typename... Args>
 void launch_chained(void (*kernel)(Params...), unsigned int blocks, unsigned int threads,
-                    size_t shared_bytes, cudaStream_t stream, Args... args) {
+                    size_t shared_bytes, cudaStream_t stream, L2Keep keep, Args... args) {
 #if !REDLINE_HIP
   if (chained_launch_supported()) {
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attributes[2]{};
+    attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[0].val.programmaticStreamSerializationAllowed = 1;
+    unsigned int count = 1;
+    if (keep.bytes > 0) {
+      attributes[count].id = cudaLaunchAttributeAccessPolicyWindow;
+      cudaAccessPolicyWindow& w = attributes[count++].val.accessPolicyWindow;
+      w.base_ptr = const_cast<void*>(keep.base);
+      w.num_bytes = keep.bytes;
+      w.hitRatio = keep.share;
+      w.hitProp = cudaAccessPropertyPersisting;
+      w.missProp = cudaAccessPropertyNormal;
+    }
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(blocks);
     config.blockDim = dim3(threads);
     config.dynamicSmemBytes = shared_bytes;
     config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    config.attrs = attributes;
+    config.numAttrs = count;
     GPU_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
     return;
   }
+#else
+  (void)keep;
 #endif
   kernel<<<blocks, threads, shared_bytes, stream>>>(static_cast<Params>(args)...);
   GPU_CHECK_LAUNCH();
@@ -524,7 +552,8 @@ __device__ inline void update_ancestors(const ReplayView& v, double* tree, int64
     for (int d = kMaxLevels - 2; d >= 0; --d) {
       if (d >= leaf_level) continue;  // the same in every thread
       const bool leaves = d + 1 == leaf_level;
-      const double x = group_combine<kMins>((kMins && leaves ? v.sum : tree) + child, active, leaves);
+      const double x =
+          group_combine<kMins>((kMins && leaves ? v.sum : tree) + child, active, leaves);
       const int64_t at = v.tree.offset[d] + node;
       node >>= kFanoutBits;
       child = v.tree.offset[d] + node * kFanout + kShare * lane;
@@ -684,16 +713,55 @@ void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_d
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int64_t per_block = kSampleThreads / kDrawLanes;
   const auto blocks = static_cast<unsigned int>((batch + per_block - 1) / per_block);
-  launch_chained(sample_kernel, blocks, kSampleThreads, 0, s, v, batch, beta, beta_device, indices,
-                 weights);
+  launch_chained(sample_kernel, blocks, kSampleThreads, 0, s, L2Keep{}, v, batch, beta, beta_device,
+                 indices, weights);
 }
 
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   // Two blocks: the sum tree's and the min tree's.
-  launch_chained(update_kernel, 2, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v, batch,
-                 indices, priorities);
+  launch_chained(update_kernel, 2, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s,
+                 min_inner_levels(v), v, batch, indices, priorities);
+}
+
+// At 1e7 leaves the min tree's inner levels are 5 MiB that update alone reads, one line per index
+// and level, while the leaves' traffic (sample reads 2 KiB of leaves per draw) passes through L2
+// and evicts them between two visits of a line: the min block then waited on memory where the sum
+// block (whose inner lines sample has just read) hit L2. Marked persisting, they stay.
+int64_t reserve_l2(ReplayView* v) {
+  v->l2_window_bytes = 0;
+  v->l2_window_share = 0.0f;
+#if REDLINE_HIP
+  return 0;
+#else
+  const int64_t bytes = v->tree.offset[v->tree.levels - 1] * static_cast<int64_t>(sizeof(double));
+  int device = 0, most = 0, window = 0;
+  size_t set_aside = 0;
+  if (bytes == 0 || cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&most, cudaDevAttrMaxPersistingL2CacheSize, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&window, cudaDevAttrMaxAccessPolicyWindowSize, device) !=
+          cudaSuccess ||
+      most <= 0 || window <= 0 ||
+      cudaDeviceGetLimit(&set_aside, cudaLimitPersistingL2CacheSize) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  // Only ever raised: another memory on this device may have asked for more.
+  const size_t want = std::min(static_cast<size_t>(bytes), static_cast<size_t>(most));
+  if (set_aside < want) {
+    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want) != cudaSuccess ||
+        cudaDeviceGetLimit(&set_aside, cudaLimitPersistingL2CacheSize) != cudaSuccess) {
+      (void)cudaGetLastError();  // refused (MIG, MPS): update runs without the window
+      return 0;
+    }
+  }
+  if (set_aside == 0) return 0;
+  const size_t span = std::min(static_cast<size_t>(bytes), static_cast<size_t>(window));
+  v->l2_window_bytes = static_cast<int64_t>(span);
+  v->l2_window_share = std::min(1.0f, static_cast<float>(set_aside) / static_cast<float>(span));
+  return static_cast<int64_t>(std::min(set_aside, static_cast<size_t>(bytes)));
+#endif
 }
 
 }  // namespace redline::rl::replay::gpu

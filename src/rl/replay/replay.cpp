@@ -214,6 +214,12 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   v.rng_offset = data_as<int64_t>(rng_.offset_tensor());
   v.fault = s->fault;
   v.blocks_done = data_as<uint32_t>(s->blocks_done);
+#if REDLINE_HAS_GPU
+  if (dev.is_gpu() && config.prioritized) {
+    gpu::set_device(dev.index);
+    s->l2_kept = replay::gpu::reserve_l2(&v);
+  }
+#endif
   state_ = std::move(s);
 }
 
@@ -304,6 +310,7 @@ ReplayStats ReplayMemory::stats() const {
   st.stored = std::min(inserts_, rows_) * config_.num_envs;
   st.sampleable = size();
   st.bytes = bytes();
+  st.l2_kept = static_cast<size_t>(state_->l2_kept);
   return st;
 }
 

@@ -317,6 +317,10 @@ struct ReplayView {
   int64_t* rng_offset = nullptr;    // (1,) Philox block offset
   DeviceFault* fault = nullptr;     // pinned host memory on a GPU, nullptr on the CPU
   uint32_t* blocks_done = nullptr;  // (1,) the GPU sample's finished blocks, 0 between launches
+  // Update's L2 window over the min tree's inner levels, set by replay::gpu::reserve_l2: the bytes
+  // it marks persisting (0: none) and the share of them that the set-aside holds.
+  int64_t l2_window_bytes = 0;
+  float l2_window_share = 0.0f;
 };
 
 REDLINE_HD inline int64_t wrap_row(int64_t row, int64_t rows) {

@@ -72,6 +72,9 @@ struct ReplayStats {
   int64_t stored = 0;      // transitions held (at most capacity)
   int64_t sampleable = 0;  // transitions that sample() may return, truncated steps included
   size_t bytes = 0;        // device bytes held by the memory
+  // Bytes of the min tree's inner levels that the GPU's priority updates keep in L2 as persisting
+  // lines (0 on the CPU, on HIP, and where the runtime refuses an L2 set-aside).
+  size_t l2_kept = 0;
 };
 
 struct ReplayState;  // device buffers (internal)
