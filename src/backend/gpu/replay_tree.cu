@@ -220,24 +220,28 @@ L2Keep min_inner_levels(const ReplayView& v) {
   return {v.min, static_cast<size_t>(v.l2_window_bytes), v.l2_window_share};
 }
 
+// A launch with launch attributes where it needs any: the chained launch on sm_90 and later, and
+// keep's L2 window wherever it is set (reserve_l2 sets it from sm_80 on).
 template <typename... Params, typename... Args>
 void launch_chained(void (*kernel)(Params...), unsigned int blocks, unsigned int threads,
                     size_t shared_bytes, cudaStream_t stream, L2Keep keep, Args... args) {
 #if !REDLINE_HIP
+  cudaLaunchAttribute attributes[2]{};
+  unsigned int count = 0;
   if (chained_launch_supported()) {
-    cudaLaunchAttribute attributes[2]{};
-    attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attributes[0].val.programmaticStreamSerializationAllowed = 1;
-    unsigned int count = 1;
-    if (keep.bytes > 0) {
-      attributes[count].id = cudaLaunchAttributeAccessPolicyWindow;
-      cudaAccessPolicyWindow& w = attributes[count++].val.accessPolicyWindow;
-      w.base_ptr = const_cast<void*>(keep.base);
-      w.num_bytes = keep.bytes;
-      w.hitRatio = keep.share;
-      w.hitProp = cudaAccessPropertyPersisting;
-      w.missProp = cudaAccessPropertyNormal;
-    }
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (keep.bytes > 0) {
+    attributes[count].id = cudaLaunchAttributeAccessPolicyWindow;
+    cudaAccessPolicyWindow& w = attributes[count++].val.accessPolicyWindow;
+    w.base_ptr = const_cast<void*>(keep.base);
+    w.num_bytes = keep.bytes;
+    w.hitRatio = keep.share;
+    w.hitProp = cudaAccessPropertyPersisting;
+    w.missProp = cudaAccessPropertyNormal;
+  }
+  if (count > 0) {
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(blocks);
     config.blockDim = dim3(threads);
