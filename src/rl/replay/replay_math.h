@@ -14,20 +14,17 @@ namespace redline::rl::replay {
 
 // Bit casts through a union (what philox.h does too): valid in g++, nvcc and hipcc device code,
 // where memcpy may not be declared for the device before the vendor header.
-REDLINE_HD inline double bits_to_double(uint64_t b) {
+template <typename To, typename From>
+REDLINE_HD inline To union_cast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "a bit cast keeps the size");
   union {
-    uint64_t u;
-    double d;
-  } pun{b};
-  return pun.d;
+    From from;
+    To to;
+  } pun{x};
+  return pun.to;
 }
-REDLINE_HD inline uint64_t double_to_bits(double d) {
-  union {
-    double d;
-    uint64_t u;
-  } pun{d};
-  return pun.u;
-}
+REDLINE_HD inline double bits_to_double(uint64_t b) { return union_cast<double>(b); }
+REDLINE_HD inline uint64_t double_to_bits(double d) { return union_cast<uint64_t>(d); }
 
 // A leaf's value in the min tree: its mass where positive, else +inf (never the minimum). Every
 // device keeps the min leaves so, and the GPU's update derives them from the sum leaves by it.
