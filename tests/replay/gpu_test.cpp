@@ -387,7 +387,9 @@ TEST(GpuReplay, MinTreeInnerLevelsKeptInL2) {
   ASSERT_GE(offsets.size(), 3u);  // the leaves start at the last offset but one
   const auto inner = static_cast<size_t>(offsets[offsets.size() - 2]) * sizeof(double);
   EXPECT_GT(inner, 0u);
-  EXPECT_EQ(m.stats().l2_kept, persisting ? inner : 0u) << info.name << " " << info.arch;
+  EXPECT_EQ(m.stats().l2_kept, persisting ? inner : 0u)
+      << info.name << " " << info.arch
+      << " (under MIG or MPS the runtime refuses an L2 set-aside, and 0 is right there)";
   // Updates under the window change nothing in the results (the parity tests cover that); here the
   // uniform memory has no tree to keep.
   c.prioritized = false;
