@@ -68,6 +68,14 @@ if want bench; then
     timeout "${BENCH_TIMEOUT:-240}" "$b" >"$LOGS/$name.txt" 2>&1; log "$name: exit $?"
     cp "$LOGS/$name.txt" "$OUT/$name.txt"
   done
+  # The replay memory at the capacity (1e8 MinAtar transitions, about 40 GiB) where the
+  # GPU holds it: bytes, fill time and the sample+update pair, into the summary.
+  if [[ -x "$build/bench/bench_replay" ]]; then
+    timeout "${BENCH_TIMEOUT:-240}" "$build/bench/bench_replay" 100000000 \
+      >"$LOGS/bench_replay_1e8.txt" 2>&1
+    log "bench_replay 1e8: exit $?"
+    grep -E '^\| 100000000|RESULT' "$LOGS/bench_replay_1e8.txt" | tee -a "$summary"
+  fi
 fi
 
 if want peers; then

@@ -460,6 +460,75 @@ TEST(GpuReplay, SavedOnGpuLoadsOnCpu) {
   }
 }
 
+// The capacity: 100 million MinAtar transitions ((4, 10, 10) u8 observations) on one GPU
+// that holds them (the H200; smaller GPUs skip), about 430 bytes each. The memory is filled to the
+// last slot and wrapped, sampled and updated there, and every gathered transition is the one
+// inserted: its observation, next observation and reward all name the insert that wrote it.
+TEST(GpuReplay, HundredMillionMinAtarTransitionsFit) {
+  REDLINE_REQUIRE_GPU();
+  ReplayConfig c;
+  c.capacity = 100'000'000;
+  c.num_envs = 10'000;
+  c.obs_shape = {4, 10, 10};
+  c.obs_dtype = DType::u8;
+  c.prioritized = true;
+  c.seed = 5;
+  c.device = kGpu;
+  const size_t needed = ReplayMemory::bytes_needed(c);
+  EXPECT_LT(static_cast<double>(needed) / static_cast<double>(c.capacity), 440.0);
+  GpuRuntimeInfo runtime;
+  const std::vector<GpuInfo> gpus = probe_gpus(&runtime, false);
+  ASSERT_FALSE(gpus.empty());
+  if (gpus[0].memory_free_bytes < needed + (size_t{4} << 30)) {
+    GTEST_SKIP() << gpus[0].name << " has " << (gpus[0].memory_free_bytes >> 20)
+                 << " MiB free; 1e8 MinAtar transitions need " << (needed >> 20) << " MiB";
+  }
+  ReplayMemory m(c);
+  EXPECT_EQ(m.bytes(), needed);
+  EXPECT_EQ(m.stats().bytes, needed);
+  const int64_t rows = c.capacity / c.num_envs;
+  const Tensor action = Tensor::zeros({c.num_envs}, DType::i64, kGpu);
+  const Tensor no = Tensor::zeros({c.num_envs}, DType::boolean, kGpu);
+  const int64_t inserts = rows + 7;  // every slot written, then 7 rows overwritten
+  for (int64_t r = 0; r < inserts; ++r) {
+    m.insert(Tensor::full({c.num_envs, 4, 10, 10}, static_cast<double>(r % 251), DType::u8, kGpu),
+             action, Tensor::full({c.num_envs}, static_cast<double>(r), DType::f32, kGpu), no, no);
+  }
+  m.check_errors();
+  EXPECT_EQ(m.stats().stored, c.capacity);
+  int64_t high = 0, mismatched = 0;
+  for (int round = 0; round < 8; ++round) {
+    const ReplayBatch b = m.sample_batch(128, 0.4);
+    const std::vector<int64_t> idx = b.indices.to_vector<int64_t>();
+    const std::vector<float> reward = b.reward.to_vector<float>();
+    const std::vector<uint8_t> obs = b.obs.to_vector<uint8_t>();
+    const std::vector<uint8_t> next = b.next_obs.to_vector<uint8_t>();
+    for (size_t i = 0; i < idx.size(); ++i) {
+      EXPECT_GE(idx[i], 0);
+      EXPECT_LT(idx[i], c.capacity);
+      high += idx[i] >= c.capacity - c.capacity / 10;
+      const auto r = static_cast<int64_t>(reward[i]);
+      // Rows of the first 7 inserts were overwritten; the newest row has no next observation yet.
+      EXPECT_GE(r, 7);
+      EXPECT_LT(r, inserts - 1);
+      for (int x = 0; x < 400; ++x) {
+        mismatched += obs[i * 400 + x] != static_cast<uint8_t>(r % 251);
+        mismatched += next[i * 400 + x] != static_cast<uint8_t>((r + 1) % 251);
+      }
+    }
+    // New priorities for the sampled slots and for the very last slot.
+    std::vector<int64_t> at = idx;
+    at.back() = c.capacity - 1;
+    m.update_priorities(Tensor::from_host(at, {128}, kGpu),
+                        Tensor::full({128}, 0.5 + round, DType::f32, kGpu));
+  }
+  m.check_errors();
+  EXPECT_EQ(mismatched, 0);
+  // The top tenth of the slots holds a tenth of the mass, give or take: about 102 of 1,024 draws.
+  EXPECT_GT(high, 40);
+  EXPECT_EQ(m.max_priority(), 7.5);
+}
+
 TEST(GpuReplay, CapacityBeyondDeviceMemoryIsRefusedBeforeAllocating) {
   REDLINE_REQUIRE_GPU();
   ReplayConfig c;
