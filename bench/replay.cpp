@@ -12,12 +12,21 @@
 //          and "update" are each kernel alone, captured the same way. "L2 kept": bytes of the
 //          min tree's inner levels that update marks persisting in L2 (ReplayStats::l2_kept).
 // Without a GPU it runs the CPU memory at the same sizes, so the program always prints a table.
+//
+// With `--save DIR`, each memory is then saved to DIR (ReplayMemory::save: the whole memory, atomic)
+// and loaded into a second memory of the same configuration, both timed on the host clock; the
+// two memories must then give the same samples (indices and weights) through three rounds of sample
+// and update. The file is removed afterwards. DIR needs the memory's bytes free, and a second memory
+// of the same size must fit on the device.
 #include "redline/rl/replay/replay.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
 #include <memory>
 #include <random>
 #include <vector>
@@ -61,9 +70,48 @@ struct Row {
   double fill_s;
   double eager_us, graph_us, gather_us, sample_us, update_us;
   size_t l2_kept;
+  // --save: seconds, file bytes, and whether the loaded memory sampled as the saved one did.
+  double save_s = 0, load_s = 0;
+  uintmax_t file_bytes = 0;
+  bool same = false;
 };
 
-Row run(Device dev, int64_t capacity) {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Saves m to dir, loads the file into a second memory of config c, and checks that both give the
+// same samples through three rounds of sample and update.
+void save_and_load(ReplayMemory& m, const ReplayConfig& c, const std::string& dir,
+                   const std::vector<Tensor>& pris, const Tensor& beta, Row* row) {
+  const std::string path =
+      dir + "/bench_replay_" + std::to_string(static_cast<long long>(c.capacity)) + ".rlr";
+  auto t0 = std::chrono::steady_clock::now();
+  m.save(path);
+  row->save_s = seconds_since(t0);
+  row->file_bytes = std::filesystem::file_size(path);
+  {
+    ReplayMemory loaded(c);
+    t0 = std::chrono::steady_clock::now();
+    loaded.load(path);
+    Stream::current(c.device).synchronize();
+    row->load_s = seconds_since(t0);
+    std::filesystem::remove(path);
+    row->same = true;
+    ReplaySample a, b;
+    for (int round = 0; round < 3; ++round) {
+      m.sample_into(kBatch, beta, a);
+      loaded.sample_into(kBatch, beta, b);
+      row->same = row->same && a.indices.to_vector<int64_t>() == b.indices.to_vector<int64_t>() &&
+                  a.weights.to_vector<float>() == b.weights.to_vector<float>();
+      m.update_priorities(a.indices, pris[(round + 5) % pris.size()]);
+      loaded.update_priorities(b.indices, pris[(round + 5) % pris.size()]);
+    }
+    loaded.check_errors();
+  }
+}
+
+Row run(Device dev, int64_t capacity, const std::string& save_dir) {
   ReplayConfig c;
   c.capacity = capacity;
   c.num_envs = 1000;
@@ -88,7 +136,7 @@ Row run(Device dev, int64_t capacity) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < capacity / 1000 + c.n_step; ++i) m.insert(obs, act, rew, term, term);
   Stream::current(dev).synchronize();
-  row.fill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  row.fill_s = seconds_since(t0);
 
   // Priorities the updates write: 16 random sets in [0.01, 10), cycled.
   std::mt19937 rng(3);
@@ -139,18 +187,33 @@ Row run(Device dev, int64_t capacity) {
   row.graph_us = time_ms(dev, [&] { g1.replay(); }) * 1000.0 / kOps;
   row.gather_us = time_ms(dev, [&] { g2.replay(); }) * 1000.0 / kOps;
   m.check_errors();
+  if (!save_dir.empty()) save_and_load(m, c, save_dir, pris, beta, &row);
   return row;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Optional arguments: capacities to run instead of 1e5, 1e6, 1e7.
-  std::vector<int64_t> capacities = {100000, 1000000, 10000000};
-  if (argc > 1) {
-    capacities.clear();
-    for (int i = 1; i < argc; ++i) capacities.push_back(std::atoll(argv[i]));
+  // Optional arguments: capacities to run instead of 1e5, 1e6, 1e7, and `--save DIR`.
+  std::vector<int64_t> capacities;
+  std::string save_dir;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--save") == 0) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_replay: --save needs a folder\n");
+        return 2;
+      }
+      save_dir = argv[++i];
+    } else {
+      const long long capacity = std::atoll(argv[i]);
+      if (capacity <= 0) {
+        std::fprintf(stderr, "bench_replay: '%s' is neither a capacity nor --save DIR\n", argv[i]);
+        return 2;
+      }
+      capacities.push_back(capacity);
+    }
   }
+  if (capacities.empty()) capacities = {100000, 1000000, 10000000};
   const Device dev = default_device();
   std::printf(
       "redline replay bench: device %s, prioritized (alpha 0.6, beta 0.4 on the device), "
@@ -164,9 +227,11 @@ int main(int argc, char** argv) {
       "| capacity | memory MiB | fill s | eager us/op | eager ops/s | graph us/op | graph "
       "ops/s | graph +gather us/op | sample us | update us | L2 kept MiB |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::vector<Row> saved;
   for (int64_t capacity : capacities) {
     try {
-      const Row r = run(dev, capacity);
+      const Row r = run(dev, capacity, save_dir);
+      if (!save_dir.empty()) saved.push_back(r);
       std::printf(
           "| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f |\n",
           static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20), r.fill_s,
@@ -179,6 +244,25 @@ int main(int argc, char** argv) {
       std::printf("| %lld | failed: %s |\n", static_cast<long long>(capacity), e.what());
     }
     std::fflush(stdout);
+  }
+  if (!saved.empty()) {
+    std::printf(
+        "\nsave and load (host clock; the file in %s, removed afterwards)\n\n"
+        "| capacity | file MiB | save s | save GB/s | load s | load GB/s | loaded memory samples "
+        "alike |\n| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
+        save_dir.c_str());
+    for (const Row& r : saved) {
+      const double gb = static_cast<double>(r.file_bytes) / 1e9;
+      std::printf("| %lld | %.0f | %.2f | %.2f | %.2f | %.2f | %s |\n",
+                  static_cast<long long>(r.capacity),
+                  static_cast<double>(r.file_bytes) / (1 << 20), r.save_s, gb / r.save_s, r.load_s,
+                  gb / r.load_s, r.same ? "yes" : "NO");
+      std::printf("RESULT replay_io capacity=%lld save_s=%.2f load_s=%.2f same=%d\n",
+                  static_cast<long long>(r.capacity), r.save_s, r.load_s, r.same ? 1 : 0);
+    }
+  }
+  for (const Row& r : saved) {
+    if (!r.same) return 1;
   }
   return 0;
 }

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "replay_test_util.h"
+#include "rl/replay/replay_checksum.h"
 
 namespace redline::rl {
 namespace {
@@ -52,6 +54,44 @@ std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
           ("redline_replay_" + std::to_string(::getpid()) + "_" + name))
       .string();
+}
+
+// The checksum is part of the file format: these values are those of the builds that wrote
+// version 2 files before, so those files keep loading. Any split of the bytes between add() calls
+// gives the same value.
+TEST(ReplayIo, ChecksumKeepsTheFormatsValuesWhateverTheSplit) {
+  std::vector<uint8_t> bytes(1003);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 31 + 7);
+  const auto whole = [&](size_t n) {
+    replay::Checksum c;
+    c.add(bytes.data(), n);
+    return c.value();
+  };
+  EXPECT_EQ(whole(0), 0x4f400203402a59cfull);
+  EXPECT_EQ(whole(5), 0xf746e99e37ecade7ull);
+  EXPECT_EQ(whole(1003), 0x89e0855496b6b4b1ull);
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 500; ++trial) {
+    const size_t n = rng() % bytes.size();
+    replay::Checksum c;
+    for (size_t at = 0; at < n;) {
+      const size_t take = std::min<size_t>(n - at, rng() % 21);  // 0 to 20 bytes per call
+      c.add(bytes.data() + at, take);
+      at += take;
+    }
+    ASSERT_EQ(c.value(), whole(n)) << n << " bytes in random pieces";
+  }
+  // A flipped bit or two swapped words change it.
+  std::vector<uint8_t> flipped = bytes;
+  flipped[500] ^= 0x10;
+  replay::Checksum f;
+  f.add(flipped.data(), flipped.size());
+  EXPECT_NE(f.value(), whole(1003));
+  std::vector<uint8_t> swapped = bytes;
+  std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
+  replay::Checksum w;
+  w.add(swapped.data(), swapped.size());
+  EXPECT_NE(w.value(), whole(1003));
 }
 
 TEST(ReplayIo, RoundTripContinuesExactly) {

@@ -17,6 +17,7 @@
 
 #include "redline/core/stream.h"
 #include "redline/rl/replay/replay.h"
+#include "rl/replay/replay_checksum.h"
 #include "rl/replay/replay_state.h"
 
 namespace redline::rl {
@@ -28,52 +29,7 @@ constexpr char kMagic[8] = {'R', 'L', 'R', 'E', 'P', 'L', 'A', 'Y'};
 constexpr int kVersion = 2;
 constexpr size_t kChunk = size_t{64} << 20;
 
-// A fast 64-bit checksum over 8-byte words (detects truncation, bit flips and reordering).
-class Checksum {
- public:
-  void add(const void* data, size_t bytes) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    while (bytes > 0) {
-      const size_t take = std::min(bytes, 8 - pending_);
-      std::memcpy(word_ + pending_, p, take);
-      pending_ += take;
-      p += take;
-      bytes -= take;
-      if (pending_ == 8) flush();
-    }
-  }
-  uint64_t value() {
-    uint64_t h = hash_ ^ (total_ * 0xFF51AFD7ED558CCDull);
-    if (pending_ > 0) {
-      std::memset(word_ + pending_, 0, 8 - pending_);
-      uint64_t w;
-      std::memcpy(&w, word_, 8);
-      h = mix(h, w);
-    }
-    h ^= h >> 33;
-    h *= 0xC4CEB9FE1A85EC53ull;
-    h ^= h >> 33;
-    return h;
-  }
-
- private:
-  static uint64_t mix(uint64_t h, uint64_t w) {
-    h ^= w * 0x9E3779B97F4A7C15ull;
-    h = (h << 29) | (h >> 35);
-    return h * 0xBF58476D1CE4E5B9ull + 0x94D049BB133111EBull;
-  }
-  void flush() {
-    uint64_t w;
-    std::memcpy(&w, word_, 8);
-    hash_ = mix(hash_, w);
-    total_ += 8;
-    pending_ = 0;
-  }
-  uint64_t hash_ = 0x6A09E667F3BCC909ull;
-  uint64_t total_ = 0;
-  uint8_t word_[8] = {};
-  size_t pending_ = 0;
-};
+using replay::Checksum;
 
 std::string errno_text() { return std::strerror(errno); }
 
