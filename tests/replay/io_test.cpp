@@ -121,6 +121,70 @@ TEST(ReplayIo, RoundTripContinuesExactly) {
   std::remove(path.c_str());
 }
 
+// A section larger than one chunk of the file's pipeline (64 MiB): 10,000 frames of 84x84 bytes
+// travel in two chunks. Frames from both chunks come back; a flipped byte in the second chunk is
+// found and leaves the loading memory as it was.
+TEST(ReplayIo, SectionsLargerThanOneChunkRoundTrip) {
+  ReplayConfig c;
+  c.num_envs = 100;
+  c.capacity = 10000;
+  c.obs_shape = {84, 84};
+  c.obs_dtype = DType::u8;
+  c.n_step = 1;
+  c.prioritized = true;
+  c.seed = 12;
+  ASSERT_GT(ReplayMemory::bytes_needed(c), size_t{66} << 20);
+  ReplayMemory a(c);
+  std::mt19937 rng(9);
+  std::vector<uint8_t> obs(100 * 84 * 84);
+  std::vector<int64_t> act(100);
+  std::vector<float> rew(100);
+  const std::vector<uint8_t> no(100, 0);
+  for (int step = 0; step < 101; ++step) {
+    for (uint8_t& v : obs) v = static_cast<uint8_t>(rng());
+    for (int64_t& v : act) v = static_cast<int64_t>(rng() % 6);
+    for (float& v : rew) v = static_cast<float>(rng() % 100) / 10.0f;
+    a.insert(Tensor::from_host(obs, {100, 84, 84}), Tensor::from_host(act, {100}),
+             Tensor::from_host(rew, {100}), Tensor::from_host(no, {100}),
+             Tensor::from_host(no, {100}));
+  }
+  const std::string path = temp_path("chunks.bin");
+  a.save(path);
+  ReplayMemory b(c);
+  b.load(path);
+  EXPECT_EQ(b.sum_tree_host(), a.sum_tree_host());
+  // Slots from both ends of the frames: the first chunk and the second.
+  std::vector<int64_t> slots;
+  for (int64_t i = 0; i < 50; ++i) slots.push_back(i * 7);
+  for (int64_t i = 9950; i < 10000; ++i) slots.push_back(i);
+  const ReplaySample pick{Tensor::from_host(slots, {100}),
+                          Tensor::full({100}, 1.0, DType::f32, Device::cpu())};
+  ReplayBatch x, y;
+  a.gather_into(pick, x);
+  b.gather_into(pick, y);
+  EXPECT_EQ(x.obs.to_vector<uint8_t>(), y.obs.to_vector<uint8_t>());
+  EXPECT_EQ(x.next_obs.to_vector<uint8_t>(), y.next_obs.to_vector<uint8_t>());
+  EXPECT_EQ(x.reward.to_vector<float>(), y.reward.to_vector<float>());
+  const ReplayBatch p = a.sample_batch(32, 0.5), q = b.sample_batch(32, 0.5);
+  EXPECT_EQ(p.indices.to_vector<int64_t>(), q.indices.to_vector<int64_t>());
+  EXPECT_EQ(p.obs.to_vector<uint8_t>(), q.obs.to_vector<uint8_t>());
+
+  // One flipped byte 64 MiB + 4 KiB into the file: inside the frames' second chunk.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = static_cast<std::streamoff>((size_t{64} << 20) + 4096);
+    f.seekg(at);
+    char ch;
+    f.get(ch);
+    f.seekp(at);
+    f.put(static_cast<char>(ch ^ 0x01));
+  }
+  ReplayMemory fresh(c);
+  expect_error([&] { fresh.load(path); }, "is corrupt: its checksum does not match its contents");
+  EXPECT_EQ(fresh.size(), 0);
+  std::remove(path.c_str());
+}
+
 TEST(ReplayIo, CorruptTruncatedAndMismatchedFilesAreRefused) {
   ReplayMemory a(io_config());
   fill(a, 30, 2);

@@ -5,16 +5,27 @@
 // Writes are atomic (temporary file in the same folder, fsync, rename, fsync of the folder). Load
 // checks the size and the checksum of the whole file, and that it was written with this memory's
 // configuration, before it changes anything.
+//
+// The sections move in chunks of kChunk bytes through two staging buffers (page-locked for a GPU
+// memory), and a second thread does the disk side: while it writes or reads one chunk, the caller's
+// thread copies and checksums the other (bench_replay --save measures both directions).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "backend/gpu_api.h"
 #include "redline/core/stream.h"
 #include "redline/rl/replay/replay.h"
 #include "rl/replay/replay_checksum.h"
@@ -84,17 +95,125 @@ std::vector<Section> sections_of(ReplayState& s) {
           {"min_tree", &s.min},  {"counters", &s.counters}};
 }
 
-// Calls fn(host pointer, bytes) for consecutive chunks of a contiguous tensor.
-template <typename Fn>
-void for_each_chunk(const Tensor& t, Fn fn) {
-  const Tensor flat = t.view({-1});
-  const int64_t elem = static_cast<int64_t>(dtype_size(t.dtype()));
-  const int64_t per_chunk = static_cast<int64_t>(kChunk) / elem;
-  for (int64_t at = 0; at < flat.numel(); at += per_chunk) {
-    const int64_t end = std::min(flat.numel(), at + per_chunk);
-    const Tensor host = flat.slice(0, at, end).to(Device::cpu()).contiguous();
-    fn(host.raw_data(), static_cast<size_t>((end - at) * elem));
+// One piece of a section as the file holds it: at most kChunk bytes at `offset` of the tensor.
+struct Piece {
+  Tensor* tensor;
+  size_t offset;
+  size_t bytes;
+};
+
+std::vector<Piece> pieces_of(ReplayState& s) {
+  std::vector<Piece> pieces;
+  for (const Section& sec : sections_of(s)) {
+    const size_t total = sec.tensor->nbytes();
+    for (size_t at = 0; at < total; at += kChunk) {
+      pieces.push_back({sec.tensor, at, std::min(kChunk, total - at)});
+    }
   }
+  return pieces;
+}
+
+uint8_t* bytes_of(const Piece& piece) {
+  return static_cast<uint8_t*>(piece.tensor->raw_data()) + piece.offset;
+}
+
+// One background thread that runs jobs in the order they were queued: the disk side of a save or a
+// load. After a job throws, the later ones are skipped and wait() rethrows its error. The destructor
+// drops jobs that have not started and joins.
+class Worker {
+ public:
+  Worker() : thread_([this] { run(); }) {}
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  ~Worker() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  // Queues a job; returns the ticket that wait() takes.
+  uint64_t submit(std::function<void()> job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(std::move(job));
+    wake_.notify_all();
+    return ++queued_;
+  }
+  // Waits until the job of this ticket and every earlier one have run (0: none); rethrows the
+  // first error of any job.
+  void wait(uint64_t ticket) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return done_ >= ticket; });
+    if (error_) std::rethrow_exception(error_);
+  }
+  void wait_all() { wait(queued_); }  // queued_ changes only on the caller's thread
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      const bool skip = error_ != nullptr;
+      lock.unlock();
+      std::exception_ptr error;
+      if (!skip) {
+        try {
+          job();
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      lock.lock();
+      if (error && !error_) error_ = error;
+      ++done_;
+      finished_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, finished_;
+  std::deque<std::function<void()>> jobs_;
+  uint64_t queued_ = 0, done_ = 0;
+  std::exception_ptr error_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: it starts once everything above exists
+};
+
+// Two host buffers of `bytes` each, page-locked for copies to and from a GPU.
+class Staging {
+ public:
+  Staging(size_t bytes, bool pinned) : bytes_(bytes), pinned_(pinned) {
+    if (pinned_) {
+      data_ = static_cast<uint8_t*>(gpu::host_alloc_pinned(2 * bytes));
+    } else {
+      plain_.resize(2 * bytes);
+      data_ = plain_.data();
+    }
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  ~Staging() {
+    if (pinned_) gpu::host_free_pinned(data_);
+  }
+  uint8_t* slot(int k) const { return data_ + static_cast<size_t>(k % 2) * bytes_; }
+
+ private:
+  size_t bytes_;
+  bool pinned_;
+  uint8_t* data_ = nullptr;
+  std::vector<uint8_t> plain_;
+};
+
+// Copies between a GPU memory's piece and a page-locked buffer, waiting for the copy.
+void copy_piece(Device device, void* dst, const void* src, size_t bytes, gpu::CopyKind kind) {
+  gpu::set_device(device.index);
+  const Stream stream = Stream::current(device);
+  gpu::memcpy_async(dst, src, bytes, kind, stream.handle());
+  stream.synchronize();
 }
 
 nlohmann::json config_json(const ReplayConfig& c) {
@@ -143,7 +262,30 @@ void ReplayMemory::save(const std::string& path) const {
     put(kMagic, 8);
     put(&header_bytes, 8);
     put(text.data(), text.size());
-    for (const Section& sec : sections_of(s)) for_each_chunk(*sec.tensor, put);
+    {
+      // Chunk k is copied (from a GPU) and checksummed here while the worker writes chunk k - 1.
+      const std::vector<Piece> pieces = pieces_of(s);
+      const bool on_gpu = config_.device.is_gpu();
+      const Staging staging(on_gpu ? kChunk : 0, on_gpu);
+      Worker writer;
+      uint64_t written[2] = {0, 0};  // the write that last used each staging slot
+      const int out = fd.get();
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        const Piece& piece = pieces[k];
+        const int slot = static_cast<int>(k % 2);
+        writer.wait(written[slot]);
+        const uint8_t* chunk = bytes_of(piece);
+        if (on_gpu) {
+          copy_piece(config_.device, staging.slot(slot), chunk, piece.bytes,
+                     gpu::CopyKind::device_to_host);
+          chunk = staging.slot(slot);
+        }
+        sum.add(chunk, piece.bytes);
+        written[slot] = writer.submit(
+            [out, chunk, n = piece.bytes, &tmp] { write_all(out, chunk, n, tmp); });
+      }
+      writer.wait_all();
+    }
     const uint64_t digest = sum.value();
     write_all(fd.get(), &digest, 8, tmp);
     REDLINE_CHECK(::fsync(fd.get()) == 0, "could not flush replay file '{}': {}", tmp,
@@ -232,40 +374,67 @@ void ReplayMemory::load(const std::string& path) {
                 "describes {}",
                 path, file_bytes, expected_bytes);
 
-  // Pass 1: the checksum of the whole file, before anything changes.
+  // Pass 1: the checksum of the whole file, before anything changes. The worker reads chunk k + 1
+  // while this thread checksums chunk k.
+  const std::vector<Piece> pieces = pieces_of(s);
+  const bool on_gpu = config_.device.is_gpu();
+  const Staging staging(std::min<uint64_t>(kChunk, payload > 0 ? payload : 1), on_gpu);
+  const int in = fd.get();
+  const auto read_into = [in, &path](uint8_t* dst, size_t n) {
+    REDLINE_CHECK(read_all(in, dst, n), "replay file '{}' is truncated", path);
+  };
   {
     Checksum sum;
     sum.add(kMagic, 8);
     sum.add(&header_bytes, 8);
     sum.add(text.data(), text.size());
-    std::vector<uint8_t> buf(std::min<uint64_t>(kChunk, payload > 0 ? payload : 1));
-    for (uint64_t left = payload; left > 0;) {
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
-      REDLINE_CHECK(read_all(fd.get(), buf.data(), take), "replay file '{}' is truncated", path);
-      sum.add(buf.data(), take);
-      left -= take;
+    Worker reader;
+    uint64_t ready[2] = {0, 0};  // the read that last filled each staging slot
+    for (size_t k = 0; k < pieces.size() && k < 2; ++k) {
+      ready[k] = reader.submit([&, k] { read_into(staging.slot(static_cast<int>(k)), pieces[k].bytes); });
     }
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      const int slot = static_cast<int>(k % 2);
+      reader.wait(ready[slot]);
+      sum.add(staging.slot(slot), pieces[k].bytes);
+      if (k + 2 < pieces.size()) {
+        ready[slot] = reader.submit([&, slot, n = pieces[k + 2].bytes] {
+          read_into(staging.slot(slot), n);
+        });
+      }
+    }
+    reader.wait_all();
     uint64_t digest = 0;
-    REDLINE_CHECK(read_all(fd.get(), &digest, 8), "replay file '{}' is truncated", path);
+    REDLINE_CHECK(read_all(in, &digest, 8), "replay file '{}' is truncated", path);
     REDLINE_CHECK(digest == sum.value(),
                   "replay file '{}' is corrupt: its checksum does not match its contents", path);
   }
-  // Pass 2: copy the sections into the memory.
-  REDLINE_CHECK(::lseek(fd.get(), static_cast<off_t>(16 + header_bytes), SEEK_SET) >= 0,
+  // Pass 2: the sections into the memory. A CPU memory is read into directly; for a GPU memory the
+  // worker reads chunk k + 1 while chunk k is copied to the device.
+  REDLINE_CHECK(::lseek(in, static_cast<off_t>(16 + header_bytes), SEEK_SET) >= 0,
                 "could not read replay file '{}': {}", path, errno_text());
   Stream::current(config_.device).synchronize();
-  for (const Section& sec : sections_of(s)) {
-    Tensor flat = sec.tensor->view({-1});
-    const int64_t elem = static_cast<int64_t>(dtype_size(flat.dtype()));
-    const int64_t per_chunk = static_cast<int64_t>(kChunk) / elem;
-    for (int64_t at = 0; at < flat.numel(); at += per_chunk) {
-      const int64_t end = std::min(flat.numel(), at + per_chunk);
-      Tensor host = Tensor::empty({end - at}, flat.dtype());
-      REDLINE_CHECK(read_all(fd.get(), host.raw_data(), host.nbytes()),
-                    "replay file '{}' is truncated", path);
-      Tensor dst = flat.slice(0, at, end);
-      dst.copy_from(host);
+  {
+    Worker reader;
+    uint64_t ready[2] = {0, 0};
+    const auto target = [&](size_t k) {
+      return on_gpu ? staging.slot(static_cast<int>(k % 2)) : bytes_of(pieces[k]);
+    };
+    for (size_t k = 0; k < pieces.size() && k < 2; ++k) {
+      ready[k] = reader.submit([&, k] { read_into(target(k), pieces[k].bytes); });
     }
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      const int slot = static_cast<int>(k % 2);
+      reader.wait(ready[slot]);
+      if (on_gpu) {
+        copy_piece(config_.device, bytes_of(pieces[k]), staging.slot(slot), pieces[k].bytes,
+                   gpu::CopyKind::host_to_device);
+      }
+      if (k + 2 < pieces.size()) {
+        ready[slot] = reader.submit([&, k] { read_into(target(k + 2), pieces[k + 2].bytes); });
+      }
+    }
+    reader.wait_all();
   }
   Stream::current(config_.device).synchronize();
   inserts_ = inserts;
