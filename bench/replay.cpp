@@ -13,6 +13,9 @@
 //          min tree's inner levels that update marks persisting in L2 (ReplayStats::l2_kept).
 // Without a GPU it runs the CPU memory at the same sizes, so the program always prints a table.
 //
+// With `--atari`, observations are the seed's Atari stacks instead: (4, 84, 84) u8 with frame_stack
+// 4, each frame stored once and the stacks rebuilt by gather (the "+gather" column).
+//
 // With `--save DIR`, each memory is then saved to DIR (ReplayMemory::save: the whole memory, atomic)
 // and loaded into a second memory of the same configuration, both timed on the host clock; the
 // two memories must then give the same samples (indices and weights) through three rounds of sample
@@ -111,11 +114,12 @@ void save_and_load(ReplayMemory& m, const ReplayConfig& c, const std::string& di
   }
 }
 
-Row run(Device dev, int64_t capacity, const std::string& save_dir) {
+Row run(Device dev, int64_t capacity, bool atari, const std::string& save_dir) {
   ReplayConfig c;
   c.capacity = capacity;
   c.num_envs = 1000;
-  c.obs_shape = {4, 10, 10};
+  c.obs_shape = atari ? Shape{4, 84, 84} : Shape{4, 10, 10};
+  c.frame_stack = atari ? 4 : 1;
   c.obs_dtype = DType::u8;
   c.n_step = 3;
   c.prioritized = true;
@@ -127,7 +131,9 @@ Row run(Device dev, int64_t capacity, const std::string& save_dir) {
 
   // Fill: capacity / num_envs + n inserts.
   Generator gen(7, 0, dev);
-  const Tensor obs = Tensor::zeros({1000, 4, 10, 10}, DType::u8, dev);
+  Shape obs_shape{1000};
+  obs_shape.insert(obs_shape.end(), c.obs_shape.begin(), c.obs_shape.end());
+  const Tensor obs = Tensor::zeros(obs_shape, DType::u8, dev);
   Tensor act = Tensor::empty({1000}, DType::i64, dev);
   randint_(act, 6, gen);
   Tensor rew = Tensor::empty({1000}, DType::f32, dev);
@@ -197,8 +203,11 @@ int main(int argc, char** argv) {
   // Optional arguments: capacities to run instead of 1e5, 1e6, 1e7, and `--save DIR`.
   std::vector<int64_t> capacities;
   std::string save_dir;
+  bool atari = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--save") == 0) {
+    if (std::strcmp(argv[i], "--atari") == 0) {
+      atari = true;
+    } else if (std::strcmp(argv[i], "--save") == 0) {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "bench_replay: --save needs a folder\n");
         return 2;
@@ -207,7 +216,7 @@ int main(int argc, char** argv) {
     } else {
       const long long capacity = std::atoll(argv[i]);
       if (capacity <= 0) {
-        std::fprintf(stderr, "bench_replay: '%s' is neither a capacity nor --save DIR\n", argv[i]);
+        std::fprintf(stderr, "bench_replay: '%s' is neither a capacity, --atari nor --save DIR\n", argv[i]);
         return 2;
       }
       capacities.push_back(capacity);
@@ -217,8 +226,9 @@ int main(int argc, char** argv) {
   const Device dev = default_device();
   std::printf(
       "redline replay bench: device %s, prioritized (alpha 0.6, beta 0.4 on the device), "
-      "batch %lld, obs (4, 10, 10) u8, n_step 3\n",
-      dev.str().c_str(), static_cast<long long>(kBatch));
+      "batch %lld, obs %s, n_step 3\n",
+      dev.str().c_str(), static_cast<long long>(kBatch),
+      atari ? "(4, 84, 84) u8, frame_stack 4 (each frame stored once)" : "(4, 10, 10) u8");
   std::printf(
       "one op = sample %lld indices + importance weights, then update their %lld "
       "priorities; device time per op from events, median of %d x %d ops\n\n",
@@ -230,7 +240,7 @@ int main(int argc, char** argv) {
   std::vector<Row> saved;
   for (int64_t capacity : capacities) {
     try {
-      const Row r = run(dev, capacity, save_dir);
+      const Row r = run(dev, capacity, atari, save_dir);
       if (!save_dir.empty()) saved.push_back(r);
       std::printf(
           "| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f |\n",

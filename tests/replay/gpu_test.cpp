@@ -123,6 +123,10 @@ TEST(GpuReplay, SamplesAndBatchesBitIdenticalToCpu) {
   run_parity({"prioritized u8 stacks, n-step", 8, 4, 84 * 84, 50, 3, DType::u8, true});
   run_parity({"uniform u8 odd frame size", 3, 2, 101, 70, 2, DType::u8, false});
   run_parity({"prioritized, many envs", 300, 1, 16, 24, 1, DType::u8, true});
+  // The GPU's gather loads rows t - (k - 1) .. t + n into shared memory when k + n <= 64, and walks
+  // the memory beyond: both sides of that bound.
+  run_parity({"window of 64 rows: k 16, n 48", 3, 16, 5, 90, 48, DType::u8, true});
+  run_parity({"window past 64 rows: k 2, n 70", 4, 2, 9, 100, 70, DType::f32, true});
 }
 
 // A prioritized memory of scalar f32 observations: envs environments, rows rows of them.
@@ -423,6 +427,11 @@ TEST(GpuReplay, KernelFaultsAreOneSentence) {
   m.update_priorities(Tensor::from_host<int64_t>({1, 45}, {2}, kGpu),
                       Tensor::from_host<float>({1.0f, 2.0f}, {2}, kGpu));
   expect_error([&] { m.check_errors(); }, "got index 45 at position 1 of the batch");
+  ReplayBatch gathered;
+  m.gather_into(ReplaySample{Tensor::from_host<int64_t>({3, -7}, {2}, kGpu),
+                             Tensor::ones({2}, DType::f32, kGpu)},
+                gathered);
+  expect_error([&] { m.check_errors(); }, "got index -7 at position 1 of the batch");
   (void)m.sample(4, Tensor::full({1}, 2.0, DType::f32, kGpu));
   expect_error([&] { m.check_errors(); }, "sample got beta = 2; beta must be in [0, 1]");
   // A fault already visible is raised by the next call without check_errors.

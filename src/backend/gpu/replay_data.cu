@@ -56,51 +56,131 @@ __global__ void insert_copy_kernel(ReplayView v, InsertSource src, int64_t frame
   }
 }
 
-// One block per sampled transition: thread 0 walks the n-step window and the two stacks' source
-// rows, then all threads copy 2k frames.
+// The rows that gather's walks read, t - (k - 1) .. t + n of one column (k: frame_stack, n:
+// n_step), as one block loads them into shared memory: one thread per row, all at once, where the
+// walks from memory took one dependent load per step. Longer windows walk the memory instead.
+constexpr int kGatherWindow = 64;
+
+struct WindowRows {
+  const uint8_t* flags;   // (kGatherWindow,) rows first, first + 1, ... (wrapped)
+  const float* rewards;
+  int64_t first;
+  int64_t rows;  // the memory's rows
+  __device__ int64_t at(int64_t row) const { return row >= first ? row - first : row + rows - first; }
+  __device__ uint8_t flag(int64_t row) const { return flags[at(row)]; }
+  __device__ float reward(int64_t row) const { return rewards[at(row)]; }
+};
+
+// Copies `count` words spread over the block: locate(x, &from, &to) gives word x's source
+// (nullptr: zeros) and destination. Each thread issues kCopyBatch loads before its stores: the
+// compiler cannot know that the stores do not alias the frames, so a plain loop waits for one
+// load's round trip per word.
+constexpr int kCopyBatch = 8;
+
+template <typename W, typename Locate>
+__device__ inline void copy_words(uint32_t count, Locate locate) {
+  const uint32_t stride = blockDim.x;
+  for (uint32_t base = threadIdx.x; base < count; base += kCopyBatch * stride) {
+    W value[kCopyBatch];
+    W* to[kCopyBatch];
+#pragma unroll
+    for (int u = 0; u < kCopyBatch; ++u) {
+      const uint32_t x = base + u * stride;
+      value[u] = W{};
+      to[u] = nullptr;
+      if (x < count) {
+        const W* from = nullptr;
+        locate(x, &from, &to[u]);
+        if (from != nullptr) value[u] = *from;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kCopyBatch; ++u) {
+      if (to[u] != nullptr) *to[u] = value[u];
+    }
+  }
+}
+
+// One block per sampled transition. Every thread reads the index; the window's rows, the action
+// and the observation's newest frame (always row t) are loaded together; then thread 0 runs the
+// n-step and stack walks on the window, and all threads copy the remaining frames.
 template <typename W>
 __global__ void gather_kernel(ReplayView v, const int64_t* indices, GatherTarget out,
                               int64_t frame_words) {  // indices: (B,)
   __shared__ int64_t src_rows[2][kMaxStack];
-  __shared__ int64_t env;
+  __shared__ uint8_t window_flags[kGatherWindow];
+  __shared__ float window_rewards[kGatherWindow];
   const int64_t i = blockIdx.x;
-  if (threadIdx.x == 0) {
-    int64_t idx = indices[i];
-    const int64_t capacity = v.rows * v.envs;
-    if (idx < 0 || idx >= capacity) {
-      report_fault(v.fault, kFaultIndex, static_cast<int32_t>(i), static_cast<double>(idx));
-      idx = 0;
-    }
-    const int64_t t = idx / v.envs;
-    const int64_t e = idx - t * v.envs;
-    const NStepResult ns = n_step_window(v, t, e);
-    out.reward[i] = static_cast<float>(ns.ret);
-    out.discount[i] = static_cast<float>(ns.discount);
+  const int64_t given = indices[i];
+  const int64_t capacity = v.rows * v.envs;
+  const bool index_ok = given >= 0 && given < capacity;
+  const int64_t idx = index_ok ? given : 0;
+  const int64_t t = idx / v.envs;
+  const int64_t e = idx - t * v.envs;
+  const int64_t span = v.stack + v.n_step;
+  const bool windowed = span <= kGatherWindow;
+  const int64_t first = wrap_row(t - (v.stack - 1), v.rows);
+  if (windowed && threadIdx.x < span) {
+    const int64_t row = wrap_row(first + threadIdx.x, v.rows);
+    window_flags[threadIdx.x] = v.flags[row * v.envs + e];
+    window_rewards[threadIdx.x] = v.rewards[row * v.envs + e];
+  }
+  if (threadIdx.x == blockDim.x - 1) {
     if (v.action_elem == 4) {
       static_cast<int32_t*>(out.action)[i] = static_cast<const int32_t*>(v.actions)[idx];
     } else {
       static_cast<int64_t*>(out.action)[i] = static_cast<const int64_t*>(v.actions)[idx];
     }
-    stack_source_rows(v, t, e, src_rows[0]);
-    stack_source_rows(v, ns.next_row, e, src_rows[1]);
-    env = e;
   }
-  __syncthreads();
-  const int64_t e = env;
   const W* frames = static_cast<const W*>(v.frames);  // (R*N, frame_words)
   const int64_t obs_words = v.stack * frame_words;
-  W* dst[2] = {static_cast<W*>(out.obs) + i * obs_words,  // (B, k * frame_words)
-               static_cast<W*>(out.next_obs) + i * obs_words};
-  for (int64_t x = threadIdx.x; x < 2 * obs_words; x += blockDim.x) {
-    const int which = x >= obs_words ? 1 : 0;
-    const int64_t rem = x - which * obs_words;
-    const int64_t f = rem / frame_words;
-    const int64_t w = rem - f * frame_words;
-    const int64_t row = src_rows[which][f];
-    W value{};
-    if (row >= 0) value = frames[(row * v.envs + e) * frame_words + w];
-    dst[which][rem] = value;
+  // (B, k * frame_words) each; two pointers, not an array: an array indexed at run time would
+  // live in local memory.
+  W* const obs_dst = static_cast<W*>(out.obs) + i * obs_words;
+  W* const next_dst = static_cast<W*>(out.next_obs) + i * obs_words;
+  // The observation's newest frame is row t's whatever the flags say.
+  const int64_t newest = (v.stack - 1) * frame_words;
+  const W* newest_src = frames + idx * frame_words;
+  copy_words<W>(static_cast<uint32_t>(frame_words), [&](uint32_t w, const W** from, W** to) {
+    *from = newest_src + w;
+    *to = obs_dst + newest + w;
+  });
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (!index_ok) {
+      report_fault(v.fault, kFaultIndex, static_cast<int32_t>(i), static_cast<double>(given));
+    }
+    NStepResult ns;
+    if (windowed) {
+      const WindowRows column{window_flags, window_rewards, first, v.rows};
+      ns = n_step_window(v, t, column);
+      stack_source_rows(v, t, column, src_rows[0]);
+      stack_source_rows(v, ns.next_row, column, src_rows[1]);
+    } else {
+      const ColumnRows column{&v, e};
+      ns = n_step_window(v, t, column);
+      stack_source_rows(v, t, column, src_rows[0]);
+      stack_source_rows(v, ns.next_row, column, src_rows[1]);
+    }
+    out.reward[i] = static_cast<float>(ns.ret);
+    out.discount[i] = static_cast<float>(ns.discount);
   }
+  __syncthreads();
+  // Everything but the observation's newest frame: word x lies in frame x / frame_words of the
+  // sequence obs frames 0 .. k - 2, then next_obs frames 0 .. k - 1. 32-bit: a sample's frames
+  // are far below 2^32 words.
+  const auto fw = static_cast<uint32_t>(frame_words);
+  const auto k = static_cast<uint32_t>(v.stack);
+  copy_words<W>((2 * k - 1) * fw, [&](uint32_t x, const W** from, W** to) {
+    uint32_t f = x / fw;
+    const uint32_t w = x - f * fw;
+    if (f >= k - 1) ++f;  // past obs's newest frame: f is now 0 .. 2k - 1 over both stacks
+    const bool next = f >= k;
+    const uint32_t frame = next ? f - k : f;
+    const int64_t row = src_rows[next ? 1 : 0][frame];
+    *from = row >= 0 ? frames + (row * v.envs + e) * frame_words + w : nullptr;
+    *to = (next ? next_dst : obs_dst) + static_cast<int64_t>(frame) * frame_words + w;
+  });
 }
 
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }

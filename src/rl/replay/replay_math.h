@@ -360,18 +360,29 @@ struct NStepResult {
   int64_t next_row;
 };
 
-REDLINE_HD inline NStepResult n_step_window(const ReplayView& v, int64_t t, int64_t e) {
+// What the n-step and stack walks read of one column e: its flags and rewards by row. ColumnRows
+// reads them from the memory; the GPU's gather hands the walks a window of them that its threads
+// loaded into shared memory together (replay_data.cu), so both devices run the same walks.
+struct ColumnRows {
+  const ReplayView* v;
+  int64_t e;
+  REDLINE_HD uint8_t flag(int64_t row) const { return v->flags[row * v->envs + e]; }
+  REDLINE_HD float reward(int64_t row) const { return v->rewards[row * v->envs + e]; }
+};
+
+template <typename Rows>
+REDLINE_HD inline NStepResult n_step_window(const ReplayView& v, int64_t t, const Rows& column) {
   NStepResult out{0.0, 0.0, wrap_row(t + 1, v.rows)};
   double g = 1.0;
   for (int64_t j = 0; j < v.n_step; ++j) {
     const int64_t row = wrap_row(t + j, v.rows);
-    const uint8_t fl = v.flags[row * v.envs + e];
+    const uint8_t fl = column.flag(row);
     if (j > 0 && (fl & kTruncated)) {
       out.discount = g;
       out.next_row = row;
       return out;
     }
-    out.ret = out.ret + g * static_cast<double>(v.rewards[row * v.envs + e]);
+    out.ret = out.ret + g * static_cast<double>(column.reward(row));
     g = g * v.gamma;
     out.next_row = wrap_row(row + 1, v.rows);
     if (fl & kTerminated) {
@@ -383,22 +394,33 @@ REDLINE_HD inline NStepResult n_step_window(const ReplayView& v, int64_t t, int6
   return out;
 }
 
-// Source rows of the k frames (oldest first) of the stack that ends at row t of column e; frames
-// before the episode's start are -1 (zeros) or the start row (repeat_first).
-REDLINE_HD inline void stack_source_rows(const ReplayView& v, int64_t t, int64_t e,
+REDLINE_HD inline NStepResult n_step_window(const ReplayView& v, int64_t t, int64_t e) {
+  return n_step_window(v, t, ColumnRows{&v, e});
+}
+
+// Source rows of the k frames (oldest first) of the stack that ends at row t of a column; frames
+// before the episode's start are -1 (zeros) or the start row (repeat_first). Reads the flags of rows
+// t - (k - 1) .. t at most.
+template <typename Rows>
+REDLINE_HD inline void stack_source_rows(const ReplayView& v, int64_t t, const Rows& column,
                                          int64_t* rows_out) {
   int64_t cur = t;
-  bool stopped = (v.flags[t * v.envs + e] & kEpisodeStart) != 0;
+  bool stopped = (column.flag(t) & kEpisodeStart) != 0;
   rows_out[v.stack - 1] = t;
   for (int64_t f = v.stack - 2; f >= 0; --f) {
     if (!stopped) {
       cur = wrap_row(cur - 1, v.rows);
       rows_out[f] = cur;
-      stopped = (v.flags[cur * v.envs + e] & kEpisodeStart) != 0;
+      stopped = (column.flag(cur) & kEpisodeStart) != 0;
     } else {
       rows_out[f] = v.pad_zeros ? -1 : cur;
     }
   }
+}
+
+REDLINE_HD inline void stack_source_rows(const ReplayView& v, int64_t t, int64_t e,
+                                         int64_t* rows_out) {
+  stack_source_rows(v, t, ColumnRows{&v, e}, rows_out);
 }
 
 // The stratified draw of sample i of `batch`: a point in slice i of the total mass.
