@@ -89,14 +89,24 @@ void save_and_load(ReplayMemory& m, const ReplayConfig& c, const std::string& di
                    const std::vector<Tensor>& pris, const Tensor& beta, Row* row) {
   const std::string path =
       dir + "/bench_replay_" + std::to_string(static_cast<long long>(c.capacity)) + ".rlr";
+  // Progress on stderr, every tenth of the way: at 1e8 a save takes tens of seconds.
+  const auto report = [](const char* what) {
+    return [what, shown = -1](uint64_t done, uint64_t total) mutable {
+      const int tenth = total > 0 ? static_cast<int>(done * 10 / total) : 10;
+      if (tenth == shown) return;
+      shown = tenth;
+      std::fprintf(stderr, "  %s: %.1f of %.1f GB\n", what, static_cast<double>(done) / 1e9,
+                   static_cast<double>(total) / 1e9);
+    };
+  };
   auto t0 = std::chrono::steady_clock::now();
-  m.save(path);
+  m.save(path, report("save"));
   row->save_s = seconds_since(t0);
   row->file_bytes = std::filesystem::file_size(path);
   {
     ReplayMemory loaded(c);
     t0 = std::chrono::steady_clock::now();
-    loaded.load(path);
+    loaded.load(path, report("load (checksum, then copy)"));
     Stream::current(c.device).synchronize();
     row->load_s = seconds_since(t0);
     std::filesystem::remove(path);

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <utility>
 
 #include "replay_test_util.h"
 #include "rl/replay/replay_checksum.h"
@@ -149,9 +151,31 @@ TEST(ReplayIo, SectionsLargerThanOneChunkRoundTrip) {
              Tensor::from_host(no, {100}));
   }
   const std::string path = temp_path("chunks.bin");
-  a.save(path);
+  std::vector<std::pair<uint64_t, uint64_t>> saved, loaded;
+  a.save(path, [&](uint64_t done, uint64_t total) { saved.emplace_back(done, total); });
   ReplayMemory b(c);
-  b.load(path);
+  b.load(path, [&](uint64_t done, uint64_t total) { loaded.emplace_back(done, total); });
+  // Progress: the same total throughout, never backwards, ending at the total. Save covers the
+  // sections once; load twice (the checksum pass ends at half).
+  const auto check_progress = [](const std::vector<std::pair<uint64_t, uint64_t>>& calls,
+                                 const char* what) {
+    ASSERT_GE(calls.size(), 3u) << what;
+    for (size_t j = 0; j < calls.size(); ++j) {
+      EXPECT_EQ(calls[j].second, calls[0].second) << what;
+      EXPECT_LE(calls[j].first, calls[j].second) << what;
+      if (j > 0) EXPECT_GE(calls[j].first, calls[j - 1].first) << what;
+    }
+    EXPECT_EQ(calls.back().first, calls.back().second) << what;
+  };
+  check_progress(saved, "save");
+  check_progress(loaded, "load");
+  const uint64_t payload = saved.back().second;
+  EXPECT_GT(payload, uint64_t{66} << 20);
+  EXPECT_LT(payload, std::filesystem::file_size(path));
+  EXPECT_EQ(loaded.back().second, 2 * payload);
+  EXPECT_NE(std::find(loaded.begin(), loaded.end(), std::make_pair(payload, 2 * payload)),
+            loaded.end())
+      << "the checksum pass reports its end";
   EXPECT_EQ(b.sum_tree_host(), a.sum_tree_host());
   // Slots from both ends of the frames: the first chunk and the second.
   std::vector<int64_t> slots;

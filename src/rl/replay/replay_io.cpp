@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -234,7 +235,7 @@ nlohmann::json config_json(const ReplayConfig& c) {
 
 }  // namespace
 
-void ReplayMemory::save(const std::string& path) const {
+void ReplayMemory::save(const std::string& path, const IoProgress& progress) const {
   const_cast<ReplayMemory*>(this)->raise_device_fault();
   Stream::current(config_.device).synchronize();
   ReplayState& s = *state_;
@@ -269,11 +270,15 @@ void ReplayMemory::save(const std::string& path) const {
       const Staging staging(on_gpu ? kChunk : 0, on_gpu);
       Worker writer;
       uint64_t written[2] = {0, 0};  // the write that last used each staging slot
+      uint64_t total = 0;
+      for (const Piece& piece : pieces) total += piece.bytes;
+      std::atomic<uint64_t> done{0};  // bytes the worker has written
       const int out = fd.get();
       for (size_t k = 0; k < pieces.size(); ++k) {
         const Piece& piece = pieces[k];
         const int slot = static_cast<int>(k % 2);
         writer.wait(written[slot]);
+        if (progress && k > 0) progress(done.load(), total);
         const uint8_t* chunk = bytes_of(piece);
         if (on_gpu) {
           copy_piece(config_.device, staging.slot(slot), chunk, piece.bytes,
@@ -281,10 +286,13 @@ void ReplayMemory::save(const std::string& path) const {
           chunk = staging.slot(slot);
         }
         sum.add(chunk, piece.bytes);
-        written[slot] = writer.submit(
-            [out, chunk, n = piece.bytes, &tmp] { write_all(out, chunk, n, tmp); });
+        written[slot] = writer.submit([out, chunk, n = piece.bytes, &tmp, &done] {
+          write_all(out, chunk, n, tmp);
+          done += n;
+        });
       }
       writer.wait_all();
+      if (progress) progress(total, total);
     }
     const uint64_t digest = sum.value();
     write_all(fd.get(), &digest, 8, tmp);
@@ -305,7 +313,7 @@ void ReplayMemory::save(const std::string& path) const {
   if (dir.get() >= 0) ::fsync(dir.get());
 }
 
-void ReplayMemory::load(const std::string& path) {
+void ReplayMemory::load(const std::string& path, const IoProgress& progress) {
   raise_device_fault();
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   REDLINE_CHECK(fd.get() >= 0, "could not open replay file '{}': {}", path, errno_text());
@@ -389,6 +397,7 @@ void ReplayMemory::load(const std::string& path) {
     sum.add(&header_bytes, 8);
     sum.add(text.data(), text.size());
     Worker reader;
+    uint64_t checked = 0;        // bytes checksummed so far
     uint64_t ready[2] = {0, 0};  // the read that last filled each staging slot
     for (size_t k = 0; k < pieces.size() && k < 2; ++k) {
       ready[k] = reader.submit([&, k] { read_into(staging.slot(static_cast<int>(k)), pieces[k].bytes); });
@@ -397,6 +406,8 @@ void ReplayMemory::load(const std::string& path) {
       const int slot = static_cast<int>(k % 2);
       reader.wait(ready[slot]);
       sum.add(staging.slot(slot), pieces[k].bytes);
+      checked += pieces[k].bytes;
+      if (progress) progress(checked, 2 * payload);
       if (k + 2 < pieces.size()) {
         ready[slot] = reader.submit([&, slot, n = pieces[k + 2].bytes] {
           read_into(staging.slot(slot), n);
@@ -416,6 +427,7 @@ void ReplayMemory::load(const std::string& path) {
   Stream::current(config_.device).synchronize();
   {
     Worker reader;
+    uint64_t copied = 0;  // bytes in the memory so far
     uint64_t ready[2] = {0, 0};
     const auto target = [&](size_t k) {
       return on_gpu ? staging.slot(static_cast<int>(k % 2)) : bytes_of(pieces[k]);
@@ -430,6 +442,8 @@ void ReplayMemory::load(const std::string& path) {
         copy_piece(config_.device, bytes_of(pieces[k]), staging.slot(slot), pieces[k].bytes,
                    gpu::CopyKind::host_to_device);
       }
+      copied += pieces[k].bytes;
+      if (progress) progress(payload + copied, 2 * payload);
       if (k + 2 < pieces.size()) {
         ready[slot] = reader.submit([&, k] { read_into(target(k + 2), pieces[k + 2].bytes); });
       }

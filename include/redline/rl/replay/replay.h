@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -130,8 +131,13 @@ class ReplayMemory {
 
   // Writes the whole memory atomically (temporary file, fsync, rename); load refuses a file
   // written with another configuration, and a truncated or corrupt file, with one sentence.
-  void save(const std::string& path) const;
-  void load(const std::string& path);
+  // A memory can take tens of gigabytes: `progress`, when given, is called on the caller's thread
+  // after each chunk (64 MiB) with the bytes done and the bytes to do. Save does the file's bytes
+  // once; load does them twice (the checksum, then the copy into the memory). The last call has
+  // done == total.
+  using IoProgress = std::function<void(uint64_t done, uint64_t total)>;
+  void save(const std::string& path, const IoProgress& progress = {}) const;
+  void load(const std::string& path, const IoProgress& progress = {});
 
   const ReplayConfig& config() const { return config_; }
   Device device() const { return config_.device; }
