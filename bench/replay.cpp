@@ -16,11 +16,11 @@
 // With `--atari`, observations are the seed's Atari stacks instead: (4, 84, 84) u8 with frame_stack
 // 4, each frame stored once and the stacks rebuilt by gather (the "+gather" column).
 //
-// With `--save DIR`, each memory is then saved to DIR (ReplayMemory::save: the whole memory, atomic)
-// and loaded into a second memory of the same configuration, both timed on the host clock; the
-// two memories must then give the same samples (indices and weights) through three rounds of sample
-// and update. The file is removed afterwards. DIR needs the memory's bytes free, and a second memory
-// of the same size must fit on the device.
+// With `--save DIR`, each memory is then saved to DIR (ReplayMemory::save: the whole memory,
+// atomic) and loaded into a second memory of the same configuration, both timed on the host clock;
+// the two memories must then give the same samples (indices and weights) through three rounds of
+// sample and update. The file is removed afterwards. DIR needs the memory's bytes free, and a
+// second memory of the same size must fit on the device.
 #include "redline/rl/replay/replay.h"
 
 #include <algorithm>
@@ -226,7 +226,8 @@ int main(int argc, char** argv) {
     } else {
       const long long capacity = std::atoll(argv[i]);
       if (capacity <= 0) {
-        std::fprintf(stderr, "bench_replay: '%s' is neither a capacity, --atari nor --save DIR\n", argv[i]);
+        std::fprintf(stderr, "bench_replay: '%s' is neither a capacity, --atari nor --save DIR\n",
+                     argv[i]);
         return 2;
       }
       capacities.push_back(capacity);

@@ -66,7 +66,9 @@ struct WindowRows {
   const float* rewards;
   int64_t first;
   int64_t rows;  // the memory's rows
-  __device__ int64_t at(int64_t row) const { return row >= first ? row - first : row + rows - first; }
+  __device__ int64_t at(int64_t row) const {
+    return row >= first ? row - first : row + rows - first;
+  }
   __device__ uint8_t flag(int64_t row) const { return flags[at(row)]; }
   __device__ float reward(int64_t row) const { return rewards[at(row)]; }
 };

@@ -119,8 +119,8 @@ uint8_t* bytes_of(const Piece& piece) {
 }
 
 // One background thread that runs jobs in the order they were queued: the disk side of a save or a
-// load. After a job throws, the later ones are skipped and wait() rethrows its error. The destructor
-// drops jobs that have not started and joins.
+// load. After a job throws, the later ones are skipped and wait() rethrows its error. The
+// destructor drops jobs that have not started and joins.
 class Worker {
  public:
   Worker() : thread_([this] { run(); }) {}
@@ -400,7 +400,8 @@ void ReplayMemory::load(const std::string& path, const IoProgress& progress) {
     uint64_t checked = 0;        // bytes checksummed so far
     uint64_t ready[2] = {0, 0};  // the read that last filled each staging slot
     for (size_t k = 0; k < pieces.size() && k < 2; ++k) {
-      ready[k] = reader.submit([&, k] { read_into(staging.slot(static_cast<int>(k)), pieces[k].bytes); });
+      ready[k] = reader.submit(
+          [&, k] { read_into(staging.slot(static_cast<int>(k)), pieces[k].bytes); });
     }
     for (size_t k = 0; k < pieces.size(); ++k) {
       const int slot = static_cast<int>(k % 2);

@@ -399,8 +399,8 @@ REDLINE_HD inline NStepResult n_step_window(const ReplayView& v, int64_t t, int6
 }
 
 // Source rows of the k frames (oldest first) of the stack that ends at row t of a column; frames
-// before the episode's start are -1 (zeros) or the start row (repeat_first). Reads the flags of rows
-// t - (k - 1) .. t at most.
+// before the episode's start are -1 (zeros) or the start row (repeat_first). Reads the flags of
+// rows t - (k - 1) .. t at most.
 template <typename Rows>
 REDLINE_HD inline void stack_source_rows(const ReplayView& v, int64_t t, const Rows& column,
                                          int64_t* rows_out) {
