@@ -29,9 +29,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <string>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "redline/core/random.h"
@@ -275,9 +275,8 @@ int main(int argc, char** argv) {
     for (const Row& r : saved) {
       const double gb = static_cast<double>(r.file_bytes) / 1e9;
       std::printf("| %lld | %.0f | %.2f | %.2f | %.2f | %.2f | %s |\n",
-                  static_cast<long long>(r.capacity),
-                  static_cast<double>(r.file_bytes) / (1 << 20), r.save_s, gb / r.save_s, r.load_s,
-                  gb / r.load_s, r.same ? "yes" : "NO");
+                  static_cast<long long>(r.capacity), static_cast<double>(r.file_bytes) / (1 << 20),
+                  r.save_s, gb / r.save_s, r.load_s, gb / r.load_s, r.same ? "yes" : "NO");
       std::printf("RESULT replay_io capacity=%lld save_s=%.2f load_s=%.2f same=%d\n",
                   static_cast<long long>(r.capacity), r.save_s, r.load_s, r.same ? 1 : 0);
     }

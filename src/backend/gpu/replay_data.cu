@@ -62,7 +62,7 @@ __global__ void insert_copy_kernel(ReplayView v, InsertSource src, int64_t frame
 constexpr int kGatherWindow = 64;
 
 struct WindowRows {
-  const uint8_t* flags;   // (kGatherWindow,) rows first, first + 1, ... (wrapped)
+  const uint8_t* flags;  // (kGatherWindow,) rows first, first + 1, ... (wrapped)
   const float* rewards;
   int64_t first;
   int64_t rows;  // the memory's rows

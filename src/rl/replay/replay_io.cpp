@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -400,8 +400,8 @@ void ReplayMemory::load(const std::string& path, const IoProgress& progress) {
     uint64_t checked = 0;        // bytes checksummed so far
     uint64_t ready[2] = {0, 0};  // the read that last filled each staging slot
     for (size_t k = 0; k < pieces.size() && k < 2; ++k) {
-      ready[k] = reader.submit(
-          [&, k] { read_into(staging.slot(static_cast<int>(k)), pieces[k].bytes); });
+      ready[k] =
+          reader.submit([&, k] { read_into(staging.slot(static_cast<int>(k)), pieces[k].bytes); });
     }
     for (size_t k = 0; k < pieces.size(); ++k) {
       const int slot = static_cast<int>(k % 2);
@@ -410,9 +410,8 @@ void ReplayMemory::load(const std::string& path, const IoProgress& progress) {
       checked += pieces[k].bytes;
       if (progress) progress(checked, 2 * payload);
       if (k + 2 < pieces.size()) {
-        ready[slot] = reader.submit([&, slot, n = pieces[k + 2].bytes] {
-          read_into(staging.slot(slot), n);
-        });
+        ready[slot] =
+            reader.submit([&, slot, n = pieces[k + 2].bytes] { read_into(staging.slot(slot), n); });
       }
     }
     reader.wait_all();
