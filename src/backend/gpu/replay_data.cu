@@ -152,20 +152,18 @@ __global__ void gather_kernel(ReplayView v, const int64_t* indices, GatherTarget
     if (!index_ok) {
       report_fault(v.fault, kFaultIndex, static_cast<int32_t>(i), static_cast<double>(given));
     }
-    NStepResult ns;
+    const auto walk = [&](const auto& column) {
+      const NStepResult ns = n_step_window(v, t, column);
+      stack_source_rows(v, t, column, src_rows[0]);
+      stack_source_rows(v, ns.next_row, column, src_rows[1]);
+      out.reward[i] = static_cast<float>(ns.ret);
+      out.discount[i] = static_cast<float>(ns.discount);
+    };
     if (windowed) {
-      const WindowRows column{window_flags, window_rewards, first, v.rows};
-      ns = n_step_window(v, t, column);
-      stack_source_rows(v, t, column, src_rows[0]);
-      stack_source_rows(v, ns.next_row, column, src_rows[1]);
+      walk(WindowRows{window_flags, window_rewards, first, v.rows});
     } else {
-      const ColumnRows column{&v, e};
-      ns = n_step_window(v, t, column);
-      stack_source_rows(v, t, column, src_rows[0]);
-      stack_source_rows(v, ns.next_row, column, src_rows[1]);
+      walk(ColumnRows{&v, e});
     }
-    out.reward[i] = static_cast<float>(ns.ret);
-    out.discount[i] = static_cast<float>(ns.discount);
   }
   __syncthreads();
   // Everything but the observation's newest frame: word x lies in frame x / frame_words of the
