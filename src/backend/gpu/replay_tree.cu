@@ -578,6 +578,12 @@ __device__ inline void update_ancestors(const ReplayView& v, double* tree, int64
 // checked, with its new leaf value (priority^alpha, 0 marks a slot that is not sampleable) computed
 // by the thread that loaded it; (2) leaves written by the last occurrence of each index; (3)
 // ancestors, level by level. Block 0 alone reports faults and raises the running maximum.
+//
+// Phase 1 ends in one barrier whose OR says whether any index or priority is bad; only then are
+// the first bad positions found (a second reduction and barrier). The checks and the running
+// maximum run in warps that phase 1 leaves idle otherwise. Every instruction before that barrier
+// is paid once per update: three reductions and their shared atomics there cost 0.17 µs, and one
+// more load and reduction cost 0.29 µs (bench/RESULTS.md).
 __global__ void __launch_bounds__(kMaxThreads, 1)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
@@ -610,56 +616,64 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __syncthreads();
   wait_for_previous_grid();  // before any global read: the indices may come from the kernel before
   const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
-  int bad_index = INT_MAX, bad_priority = INT_MAX;
+  int bad_index = INT_MAX, bad_priority = INT_MAX;  // this thread's first bad positions
   unsigned int max_bits = 0;
   int my_slot = -1;  // staged batches: the hash slot of index threadIdx.x
+  // Staged batches: thread i < batch loads index i, its priority and its old leaf, and stages the
+  // new leaf value and the hash claim: the path to the first barrier. The checks and the running
+  // maximum are not on it: whole warps after those threads, idle here otherwise, check index j and
+  // fold the priorities into the maximum (where the block has too few threads, the first threads
+  // check their own).
+  constexpr int kWarp = redline::gpu::kWarpSize;
+  const int first_checker = static_cast<int>((batch + kWarp - 1) / kWarp * kWarp);
+  const bool checkers = use_staged && static_cast<int64_t>(blockDim.x) >= first_checker + batch;
+  const auto check = [&](int64_t j, int64_t idx, float p) {
+    if (!(idx >= 0 && idx < capacity)) bad_index = min(bad_index, static_cast<int>(j));
+    if (!(isfinite(p) && p > 0.0f)) {
+      bad_priority = min(bad_priority, static_cast<int>(j));
+    } else {
+      max_bits = max(max_bits, __float_as_uint(p));
+    }
+  };
   if (use_staged) {
     const int i = static_cast<int>(threadIdx.x);  // the block has at least `batch` threads
-    int64_t idx = 0;
-    float p = 1.0f;
     if (i < batch) {
-      idx = indices[i];
-      p = priorities[i];
-    }
-    if (i < batch) {
+      const int64_t idx = indices[i];
+      const float p = priorities[i];
       const bool idx_ok = idx >= 0 && idx < capacity;
       const bool p_ok = isfinite(p) && p > 0.0f;
-      if (!idx_ok) bad_index = i;
-      if (!p_ok) bad_priority = i;
-      if (p_ok) max_bits = __float_as_uint(p);
+      if (!checkers) check(i, idx, p);
       // The old leaf's load and the power are independent, so they overlap.
       const double old_leaf = v.sum[leaf0 + (idx_ok ? idx : 0)];
       const double powered = priority_power(p_ok ? static_cast<double>(p) : 1.0, v.alpha);
       staged_index[i] = idx;
       staged_leaf[i] = idx_ok && p_ok && old_leaf > 0.0 ? powered : 0.0;
       if (idx_ok) my_slot = record_position(slot_index, slot_last, idx, i);
+    } else if (checkers && i >= first_checker && i < first_checker + batch) {
+      const int64_t j = i - first_checker;
+      check(j, indices[j], priorities[j]);
     }
   } else {
-    for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) {
-      const int64_t idx = indices[i];
-      const float p = priorities[i];
-      const bool idx_ok = idx >= 0 && idx < capacity;
-      const bool p_ok = isfinite(p) && p > 0.0f;
-      if (!idx_ok) bad_index = min(bad_index, static_cast<int>(i));
-      if (!p_ok) bad_priority = min(bad_priority, static_cast<int>(i));
-      if (p_ok) max_bits = max(max_bits, __float_as_uint(p));
+    for (int64_t j = threadIdx.x; j < batch; j += blockDim.x) check(j, indices[j], priorities[j]);
+  }
+  // Whole warps: the index threads' warps skip this where checkers serve them.
+  if (!checkers || static_cast<int>(threadIdx.x) >= first_checker) {
+    max_bits = lanes32_extreme<true>(max_bits);
+    if (threadIdx.x % 32 == 0 && max_bits != 0) atomicMax(&block_max_bits, max_bits);
+  }
+  // One barrier that also tells whether any thread found a bad index or priority (the rare case,
+  // which then finds the first of each: per 32 lanes, then a shared atomic per group of 32).
+  if (__syncthreads_or(bad_index != INT_MAX || bad_priority != INT_MAX)) {
+    bad_index = lanes32_extreme<false>(bad_index);
+    bad_priority = lanes32_extreme<false>(bad_priority);
+    if (threadIdx.x % 32 == 0) {
+      if (bad_index != INT_MAX) atomicMin(&block_bad_index, bad_index);
+      if (bad_priority != INT_MAX) atomicMin(&block_bad_priority, bad_priority);
     }
-  }
-  // Per 32 lanes, then one shared atomic per group of 32 with something to report.
-  bad_index = lanes32_extreme<false>(bad_index);
-  bad_priority = lanes32_extreme<false>(bad_priority);
-  max_bits = lanes32_extreme<true>(max_bits);
-  if (threadIdx.x % 32 == 0) {
-    if (bad_index != INT_MAX) atomicMin(&block_bad_index, bad_index);
-    if (bad_priority != INT_MAX) atomicMin(&block_bad_priority, bad_priority);
-    if (max_bits != 0) atomicMax(&block_max_bits, max_bits);
-  }
-  __syncthreads();
-  bad_index = block_bad_index;
-  bad_priority = block_bad_priority;
-  max_bits = block_max_bits;
-  if (bad_index != INT_MAX || bad_priority != INT_MAX) {  // nothing changes in either tree
-    if (threadIdx.x == 0 && !mins) {
+    __syncthreads();
+    bad_index = block_bad_index;
+    bad_priority = block_bad_priority;
+    if (threadIdx.x == 0 && !mins) {  // nothing changes in either tree
       if (bad_index <= bad_priority) {
         report_fault(v.fault, kFaultIndex, bad_index, static_cast<double>(indices[bad_index]));
       } else {
@@ -697,7 +711,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     update_ancestors<false>(v, tree, batch, indices, staged_index, use_staged);
   }
   if (threadIdx.x == 0 && !mins) {
-    const double p = static_cast<double>(__uint_as_float(max_bits));
+    const double p = static_cast<double>(__uint_as_float(block_max_bits));
     if (p > max_before) *v.max_priority = p;
   }
 }
