@@ -582,8 +582,8 @@ __device__ inline void update_ancestors(const ReplayView& v, double* tree, int64
 // Phase 1 ends in one barrier whose OR says whether any index or priority is bad; only then are
 // the first bad positions found (a second reduction and barrier). The checks and the running
 // maximum run in warps that phase 1 leaves idle otherwise. Every instruction before that barrier
-// is paid once per update: three reductions and their shared atomics there cost 0.17 µs, and one
-// more load and reduction cost 0.29 µs (bench/RESULTS.md).
+// is paid once per update: three reductions and their shared atomics there cost 0.12-0.19 µs per
+// pair, and one more load and reduction 0.29 µs per update (bench/RESULTS.md).
 __global__ void __launch_bounds__(kMaxThreads, 1)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
