@@ -167,11 +167,12 @@ TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
 }
 
 // Update has two paths on the GPU: batches up to 512 are staged in shared memory (duplicates found
-// through a hash table), larger ones are read from global memory. Both must leave the CPU's trees
+// from the next index where the batch is sorted, else through a hash table), larger ones are read
+// from global memory. Both must leave the CPU's trees
 // bit for bit after every update, at every depth (0 to 5 stored levels of ancestors: the last
 // shape, 17M slots, has the depth of 1e8), with duplicates (the last occurrence wins), with slots
-// that are not sampleable (left alone), with inserts between the updates, and with leaves that
-// share a parent (pairs, then triples).
+// that are not sampleable (left alone), with inserts between the updates, with leaves that share a
+// parent (pairs, then triples), and with sorted batches (staged ones skip the hash table there).
 TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
   REDLINE_REQUIRE_GPU();
   const int64_t batches[] = {1, 3, 16, 64, 127, 128, 129, 256, 257, 512, 513};
@@ -204,7 +205,7 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
     // Partly filled, so that many slots are not sampleable yet.
     for (int64_t step = 0; step < shape.rows / 2 + 2; ++step) insert_both(step);
     int64_t mismatched = 0, round = 0;
-    for (int pass = 0; pass < 2; ++pass) {
+    for (int pass = 0; pass < 3; ++pass) {
       for (const int64_t b : batches) {
         std::vector<int64_t> idx(static_cast<size_t>(b));
         for (auto& i : idx) i = std::uniform_int_distribution<int64_t>(0, c.capacity - 1)(rng);
@@ -216,8 +217,15 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
                           of / replay::kFanout * replay::kFanout + (of + by) % replay::kFanout);
         };
         for (size_t j = 5; j < idx.size(); j += 8) idx[j] = sibling(idx[j - 1], 5);
-        if (pass == 1) {
+        if (pass >= 1) {
           for (size_t j = 6; j < idx.size(); j += 16) idx[j] = sibling(idx[j - 2], 9);
+        }
+        if (pass == 2) {
+          // Sorted, as a sample's indices come: duplicates in runs, one across the boundary of the
+          // first two warps and one at the end.
+          std::sort(idx.begin(), idx.end());
+          for (size_t j = 30; j < 36 && j < idx.size(); ++j) idx[j] = idx[29];
+          if (idx.size() > 1) idx.back() = idx[idx.size() - 2];
         }
         std::vector<float> p(static_cast<size_t>(b));
         for (auto& x : p) x = std::uniform_real_distribution<float>(1e-3f, 1e3f)(rng);

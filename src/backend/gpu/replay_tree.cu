@@ -481,9 +481,9 @@ __device__ inline int later_occurrence(const int64_t* scan, int64_t i, int64_t b
   return later;
 }
 
-// The last position of each index in a staged batch, found through a hash table in shared memory
-// (open addressing, twice as many slots as staged indices, so every probe sequence ends): one
-// compare-and-swap claims an index's slot, and atomicMax keeps its largest position.
+// The last position of each index in an unsorted staged batch, found through a hash table in
+// shared memory (open addressing, twice as many slots as staged indices, so every probe sequence
+// ends): one compare-and-swap claims an index's slot, and atomicMax keeps its largest position.
 constexpr int kLastSlotBits = 10;
 constexpr int kLastSlots = 1 << kLastSlotBits;
 static_assert(kLastSlots >= 2 * kStagedIndices, "the table stays at most half full");
@@ -579,11 +579,15 @@ __device__ inline void update_ancestors(const ReplayView& v, double* tree, int64
 // by the thread that loaded it; (2) leaves written by the last occurrence of each index; (3)
 // ancestors, level by level. Block 0 alone reports faults and raises the running maximum.
 //
-// Phase 1 ends in one barrier whose OR says whether any index or priority is bad; only then are
-// the first bad positions found (a second reduction and barrier). The checks and the running
-// maximum run in warps that phase 1 leaves idle otherwise. Every instruction before that barrier
-// is paid once per update: three reductions and their shared atomics there cost 0.12-0.19 µs per
-// pair, and one more load and reduction 0.29 µs per update (bench/RESULTS.md).
+// Phase 1 ends in one barrier whose OR says whether any index or priority is bad, or the batch is
+// not sorted; only then are the first bad positions found (a second reduction and barrier), or the
+// last occurrences through the hash table. A sorted batch, which is what sample returns, has its
+// duplicates side by side, so a thread holds its index's last occurrence when the next index
+// differs: the table's compare-and-swap and atomicMax stay off the common path (0.1-0.2 µs per
+// pair, bench/RESULTS.md). The checks and the running maximum run in warps that phase 1 leaves idle
+// otherwise. Every instruction before that barrier is paid once per update: three reductions and
+// their shared atomics there cost 0.12-0.19 µs per pair, and one more load and reduction 0.29 µs
+// per update.
 __global__ void __launch_bounds__(kMaxThreads, 1)
     update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
                   const float* priorities) {  // indices, priorities: (batch,)
@@ -592,7 +596,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __shared__ int block_bad_priority;
   __shared__ unsigned int block_max_bits;  // positive floats order like their bits
   __shared__ int64_t staged_index[kStagedIndices];
-  __shared__ double staged_leaf[kStagedIndices];
   __shared__ unsigned long long slot_index[kLastSlots];
   __shared__ int slot_last[kLastSlots];
   const bool mins = blockIdx.x == 1;
@@ -607,63 +610,71 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     block_bad_priority = INT_MAX;
     block_max_bits = 0;
   }
-  if (use_staged) {
-    for (int s = static_cast<int>(threadIdx.x); s < kLastSlots; s += static_cast<int>(blockDim.x)) {
-      slot_index[s] = kNoIndex;
-      slot_last[s] = -1;
-    }
-  }
   __syncthreads();
   wait_for_previous_grid();  // before any global read: the indices may come from the kernel before
   const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
   int bad_index = INT_MAX, bad_priority = INT_MAX;  // this thread's first bad positions
+  bool unsorted = false;  // a checked index is followed by a smaller one
   unsigned int max_bits = 0;
-  int my_slot = -1;  // staged batches: the hash slot of index threadIdx.x
-  // Staged batches: thread i < batch loads index i, its priority and its old leaf, and stages the
-  // new leaf value and the hash claim: the path to the first barrier. The checks and the running
+  // Staged batches: thread i < batch loads index i, the next index, its priority and its old leaf,
+  // and computes the new leaf value: the path to the first barrier. The checks and the running
   // maximum are not on it: whole warps after those threads, idle here otherwise, check index j and
   // fold the priorities into the maximum (where the block has too few threads, the first threads
   // check their own).
   constexpr int kWarp = redline::gpu::kWarpSize;
   const int first_checker = static_cast<int>((batch + kWarp - 1) / kWarp * kWarp);
   const bool checkers = use_staged && static_cast<int64_t>(blockDim.x) >= first_checker + batch;
-  const auto check = [&](int64_t j, int64_t idx, float p) {
+  const auto check = [&](int64_t j, int64_t idx, float p, int64_t next) {
     if (!(idx >= 0 && idx < capacity)) bad_index = min(bad_index, static_cast<int>(j));
+    if (next < idx) unsorted = true;
     if (!(isfinite(p) && p > 0.0f)) {
       bad_priority = min(bad_priority, static_cast<int>(j));
     } else {
       max_bits = max(max_bits, __float_as_uint(p));
     }
   };
+  // Staged batches: the index after this thread's (LLONG_MAX past the end), for the sorted check
+  // and, in a sorted batch, to tell whether this thread holds its index's last occurrence.
+  int64_t my_index = 0, next_index = LLONG_MAX;
+  double new_leaf = 0.0;  // this thread's new leaf value, 0 where nothing is written
   if (use_staged) {
     const int i = static_cast<int>(threadIdx.x);  // the block has at least `batch` threads
     if (i < batch) {
       const int64_t idx = indices[i];
       const float p = priorities[i];
+      next_index = i + 1 < batch ? indices[i + 1] : LLONG_MAX;  // used after the barrier
       const bool idx_ok = idx >= 0 && idx < capacity;
       const bool p_ok = isfinite(p) && p > 0.0f;
-      if (!checkers) check(i, idx, p);
-      // The old leaf's load and the power are independent, so they overlap.
+      if (!checkers) check(i, idx, p, next_index);
+      // The old leaf's load and the power are independent, so they overlap; the old leaf is
+      // first needed after the barrier.
       const double old_leaf = v.sum[leaf0 + (idx_ok ? idx : 0)];
       const double powered = priority_power(p_ok ? static_cast<double>(p) : 1.0, v.alpha);
       staged_index[i] = idx;
-      staged_leaf[i] = idx_ok && p_ok && old_leaf > 0.0 ? powered : 0.0;
-      if (idx_ok) my_slot = record_position(slot_index, slot_last, idx, i);
+      my_index = idx;
+      new_leaf = idx_ok && p_ok && old_leaf > 0.0 ? powered : 0.0;
     } else if (checkers && i >= first_checker && i < first_checker + batch) {
       const int64_t j = i - first_checker;
-      check(j, indices[j], priorities[j]);
+      check(j, indices[j], priorities[j], j + 1 < batch ? indices[j + 1] : LLONG_MAX);
     }
   } else {
-    for (int64_t j = threadIdx.x; j < batch; j += blockDim.x) check(j, indices[j], priorities[j]);
+    for (int64_t j = threadIdx.x; j < batch; j += blockDim.x) {
+      check(j, indices[j], priorities[j], LLONG_MAX);
+    }
   }
   // Whole warps: the index threads' warps skip this where checkers serve them.
   if (!checkers || static_cast<int>(threadIdx.x) >= first_checker) {
     max_bits = lanes32_extreme<true>(max_bits);
     if (threadIdx.x % 32 == 0 && max_bits != 0) atomicMax(&block_max_bits, max_bits);
   }
-  // One barrier that also tells whether any thread found a bad index or priority (the rare case,
-  // which then finds the first of each: per 32 lanes, then a shared atomic per group of 32).
-  if (__syncthreads_or(bad_index != INT_MAX || bad_priority != INT_MAX)) {
+  // One barrier that also tells whether any thread found a bad index or priority, or an unsorted
+  // batch (the rare cases). A bad value stops the update: the first bad index and priority are
+  // found (per 32 lanes, then a shared atomic per group of 32) and reported.
+  const bool bad = bad_index != INT_MAX || bad_priority != INT_MAX;
+  bool last = false;  // staged: thread threadIdx.x holds the last occurrence of its index
+  if (threadIdx.x < batch) last = next_index != my_index;  // a sorted batch's runs
+  const bool flagged = __syncthreads_or(bad || unsorted);
+  if (flagged && __syncthreads_or(bad)) {
     bad_index = lanes32_extreme<false>(bad_index);
     bad_priority = lanes32_extreme<false>(bad_priority);
     if (threadIdx.x % 32 == 0) {
@@ -682,12 +693,24 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     }
     return;
   }
+  if (use_staged && flagged) {
+    // An unsorted batch: each index's last position through the hash table (every index is valid
+    // now).
+    for (int s = static_cast<int>(threadIdx.x); s < kLastSlots; s += static_cast<int>(blockDim.x)) {
+      slot_index[s] = kNoIndex;
+      slot_last[s] = -1;
+    }
+    __syncthreads();
+    int my_slot = -1;
+    if (threadIdx.x < batch) {
+      my_slot = record_position(slot_index, slot_last, my_index, static_cast<int>(threadIdx.x));
+    }
+    __syncthreads();
+    if (threadIdx.x < batch) last = slot_last[my_slot] == static_cast<int>(threadIdx.x);
+  }
   // Leaves: only the last occurrence of an index writes, and only while the slot is sampleable.
   if (use_staged) {
-    const int i = static_cast<int>(threadIdx.x);
-    if (i < batch && slot_last[my_slot] == i && staged_leaf[i] > 0.0) {
-      set_leaf(v, staged_index[i], staged_leaf[i]);
-    }
+    if (last && new_leaf > 0.0) set_leaf(v, my_index, new_leaf);
   } else {
     // The group of index i scans the later positions, each lane every kUpdateLanes-th one.
     const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
