@@ -63,8 +63,6 @@ __device__ inline int group_choose_child(double c, int lane, int base, double* u
     const double left = __shfl_up_sync(redline::gpu::kFullLaneMask, p, d, kFanout);
     if (lane >= d) p = left + p;
   }
-  double before = __shfl_up_sync(redline::gpu::kFullLaneMask, p, 1, kFanout);
-  if (lane == 0) before = 0.0;
   const bool positive = c > 0.0;
   const auto hits = static_cast<uint32_t>(
       (__ballot_sync(redline::gpu::kFullLaneMask, positive && *u < p) >> base) & kGroupMask);
@@ -72,8 +70,12 @@ __device__ inline int group_choose_child(double c, int lane, int base, double* u
       (__ballot_sync(redline::gpu::kFullLaneMask, positive) >> base) & kGroupMask);
   const int chosen = hits != 0 ? __ffs(static_cast<int>(hits)) - 1
                                : (masses != 0 ? 31 - __clz(static_cast<int>(masses)) : 0);
-  const double next_u = hits != 0 ? *u - before : c;  // meaningful in lane `chosen`
-  *u = __shfl_sync(redline::gpu::kFullLaneMask, next_u, chosen, kFanout);
+  // The new u, from the lane that holds it without a shuffle of the prefix before `chosen`: lane
+  // chosen - 1 subtracts its own prefix (u - p_{chosen-1}), lane 0 gives u itself (u - 0), and
+  // without a hit lane `chosen` gives its mass.
+  const int from = hits != 0 ? (chosen > 0 ? chosen - 1 : 0) : chosen;
+  const double next_u = hits != 0 ? (chosen > 0 ? *u - p : *u) : c;  // meaningful in lane `from`
+  *u = __shfl_sync(redline::gpu::kFullLaneMask, next_u, from, kFanout);
   return chosen;
 }
 
