@@ -168,11 +168,11 @@ TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
 
 // Update has two paths on the GPU: batches up to 512 are staged in shared memory (duplicates found
 // from the next index where the batch is sorted, else through a hash table), larger ones are read
-// from global memory. Both must leave the CPU's trees
-// bit for bit after every update, at every depth (0 to 5 stored levels of ancestors: the last
-// shape, 17M slots, has the depth of 1e8), with duplicates (the last occurrence wins), with slots
-// that are not sampleable (left alone), with inserts between the updates, with leaves that share a
-// parent (pairs, then triples), and with sorted batches (staged ones skip the hash table there).
+// from global memory. Both must leave the CPU's trees bit for bit after every update, at every
+// depth (0 to 5 stored levels of ancestors: the last shape, 17M slots, has the depth of 1e8), with
+// duplicates (the last occurrence wins), with slots that are not sampleable (left alone), with
+// inserts between the updates, with leaves that share a parent (pairs, then triples), and with
+// sorted batches (staged ones skip the hash table there).
 TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
   REDLINE_REQUIRE_GPU();
   const int64_t batches[] = {1, 3, 16, 64, 127, 128, 129, 256, 257, 512, 513};

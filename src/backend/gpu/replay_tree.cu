@@ -616,7 +616,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   wait_for_previous_grid();  // before any global read: the indices may come from the kernel before
   const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
   int bad_index = INT_MAX, bad_priority = INT_MAX;  // this thread's first bad positions
-  bool unsorted = false;  // a checked index is followed by a smaller one
+  // Whether a checked index is followed by a smaller one.
+  bool unsorted = false;
   unsigned int max_bits = 0;
   // Staged batches: thread i < batch loads index i, the next index, its priority and its old leaf,
   // and computes the new leaf value: the path to the first barrier. The checks and the running
