@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The replay kernel lab, on a machine with an NVIDIA GPU: builds the mainline ("A") and each
+# variant (lab/replay/NN-*.patch, a patch against the mainline), runs test_replay for each (the
+# CPU reference and the GPU parity tests: a variant that fails any is not timed), then times them
+# with bench_replay in a mirrored order (A 01 02 .. 02 01 A) with bench/peer_replay.py between the
+# two halves, and writes a summary to $OUT.
+# Usage: lab/replay/run.sh [stage ...] (stages: build test bench; default: all)
+# Env: VARIANTS (default: every patch here, by number), CAPS (default: 100000 1000000 10000000),
+#      TESTS (a gtest filter, default: all), PEER=0 to leave the peer out, OUT (default: ./lab-out).
+# Builds go to build/lab (kept between calls on a warm machine, so `bench` alone can follow).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+OUT="${OUT:-$root/lab-out}"
+mkdir -p "$OUT"
+export PATH="$PATH:/usr/local/cuda/bin"
+stages=("$@")
+[[ ${#stages[@]} -gt 0 ]] || stages=(build test bench)
+want() { local s; for s in "${stages[@]}"; do [[ "$s" == "$1" ]] && return 0; done; return 1; }
+summary="$OUT/summary.txt"
+log() { echo "$*" | tee -a "$summary"; }
+lab=build/lab
+if [[ -n "${VARIANTS:-}" ]]; then
+  read -r -a variants <<<"$VARIANTS"
+else
+  variants=()
+  for p in lab/replay/[0-9][0-9]-*.patch; do [[ -e "$p" ]] && variants+=("$(basename "$p" .patch)"); done
+fi
+caps="${CAPS:-100000 1000000 10000000}"
+log "replay lab $(date -u +%FT%TZ): A ${variants[*]}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>&1 | tee -a "$summary"
+
+if want build; then
+  # One copy of the tree; each variant is patched in, built, its binaries kept, and patched out.
+  mkdir -p "$lab/bin"
+  tar cf - --exclude=./build --exclude=./.git --exclude=./lab-out . | (mkdir -p "$lab/tree" && cd "$lab/tree" && tar xf -)
+  if ! cmake -S "$lab/tree" -B "$lab/obj" -G Ninja -DREDLINE_GPU=cuda -DCMAKE_BUILD_TYPE=Release \
+       -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >"$OUT/configure.log" 2>&1; then
+    log "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1
+  fi
+  for v in A "${variants[@]}"; do
+    t=$(date +%s)
+    patch=""
+    [[ "$v" != A ]] && patch="$root/lab/replay/$v.patch"
+    if [[ -n "$patch" ]] && ! (cd "$lab/tree" && patch -s -p1 <"$patch"); then
+      log "$v: patch does not apply"; continue
+    fi
+    if ninja -C "$lab/obj" test_replay bench_replay >"$OUT/build-$v.log" 2>&1; then
+      mkdir -p "$lab/bin/$v"
+      cp "$lab/obj/tests/test_replay" "$lab/obj/bench/bench_replay" "$lab/bin/$v/"
+      log "$v: built in $(( $(date +%s) - t ))s"
+    else
+      log "$v: build FAILED"; grep -E "error" "$OUT/build-$v.log" | head -10 | tee -a "$summary"
+    fi
+    [[ -n "$patch" ]] && (cd "$lab/tree" && patch -s -R -p1 <"$patch")
+  done
+fi
+
+timed=()
+for v in A "${variants[@]}"; do
+  [[ -x "$lab/bin/$v/bench_replay" ]] || continue
+  if want test; then
+    "$lab/bin/$v/test_replay" --gtest_filter="${TESTS:-*}" >"$OUT/test-$v.log" 2>&1
+    rc=$?
+    log "$v: test_replay exit $rc: $(grep -E '^\[  PASSED  \]' "$OUT/test-$v.log") $(grep -cE '^\[  FAILED  \] [A-Za-z].*\(' "$OUT/test-$v.log") failed, $(grep -cE '^\[  SKIPPED \] [A-Za-z].*\(' "$OUT/test-$v.log") skipped"
+    grep -E '^\[  FAILED  \] [A-Za-z].*\(' "$OUT/test-$v.log" | tee -a "$summary"
+    [[ $rc -eq 0 ]] || continue
+  fi
+  timed+=("$v")
+done
+
+if want bench; then
+  order=("${timed[@]}")
+  for (( k=${#timed[@]}-1; k>=0; k-- )); do order+=("${timed[k]}"); done
+  half=${#timed[@]}
+  log "bench order: ${order[*]}; columns: variant capacity graph_us graph_ops sample_us update_us"
+  for (( k=0; k<${#order[@]}; k++ )); do
+    if [[ $k -eq $half && "${PEER:-1}" != 0 ]]; then
+      python3 bench/peer_replay.py >"$OUT/peer.log" 2>&1
+      log "peer: $(grep -E '^RESULT' "$OUT/peer.log" | tr '\n' ' ')"
+    fi
+    v=${order[k]}
+    "$lab/bin/$v/bench_replay" $caps >"$OUT/bench-$v-$k.log" 2>&1
+    awk -F'|' -v v="$v" '/^\| [0-9]/ { gsub(/ /, ""); print v, $2, $7, $8, $10, $11 }' \
+      "$OUT/bench-$v-$k.log" | tee -a "$summary"
+  done
+fi
