@@ -6,7 +6,8 @@
 # two halves, and writes a summary to $OUT.
 # Usage: lab/replay/run.sh [stage ...] (stages: build test bench; default: all)
 # Env: VARIANTS (default: every patch here, by number), CAPS (default: 100000 1000000 10000000),
-#      TESTS (a gtest filter, default: all), PEER=0 to leave the peer out, OUT (default: ./lab-out).
+#      TESTS (a gtest filter, default: all), PEER=0 to leave the peer out, OUT (default: ./lab-out),
+#      TEST_TIMEOUT / BENCH_TIMEOUT (seconds per run, default 240 / 180: a hung kernel stops there).
 # Builds go to build/lab (kept between calls on a warm machine, so `bench` alone can follow).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,7 +47,7 @@ if want build; then
       log "$v: patch does not apply"; continue
     fi
     if ninja -C "$lab/obj" test_replay bench_replay >"$OUT/build-$v.log" 2>&1; then
-      mkdir -p "$lab/bin/$v"
+      rm -rf "$lab/bin/$v" && mkdir -p "$lab/bin/$v"
       cp "$lab/obj/tests/test_replay" "$lab/obj/bench/bench_replay" "$lab/bin/$v/"
       log "$v: built in $(( $(date +%s) - t ))s"
     else
@@ -56,15 +57,21 @@ if want build; then
   done
 fi
 
+# A variant is timed only once its tests have passed, in this call or an earlier one on the same
+# machine (the verdict is kept next to its binaries; a new build clears it).
 timed=()
 for v in A "${variants[@]}"; do
   [[ -x "$lab/bin/$v/bench_replay" ]] || continue
   if want test; then
-    "$lab/bin/$v/test_replay" --gtest_filter="${TESTS:-*}" >"$OUT/test-$v.log" 2>&1
+    timeout "${TEST_TIMEOUT:-240}" "$lab/bin/$v/test_replay" --gtest_filter="${TESTS:-*}" >"$OUT/test-$v.log" 2>&1
     rc=$?
     log "$v: test_replay exit $rc: $(grep -E '^\[  PASSED  \]' "$OUT/test-$v.log") $(grep -cE '^\[  FAILED  \] [A-Za-z].*\(' "$OUT/test-$v.log") failed, $(grep -cE '^\[  SKIPPED \] [A-Za-z].*\(' "$OUT/test-$v.log") skipped"
     grep -E '^\[  FAILED  \] [A-Za-z].*\(' "$OUT/test-$v.log" | tee -a "$summary"
-    [[ $rc -eq 0 ]] || continue
+    [[ $rc -eq 0 ]] && echo "${TESTS:-*}" >"$lab/bin/$v/tests-passed"
+  fi
+  if [[ ! -e "$lab/bin/$v/tests-passed" ]]; then
+    log "$v: not timed (its tests have not passed on this machine)"
+    continue
   fi
   timed+=("$v")
 done
@@ -80,7 +87,7 @@ if want bench; then
       log "peer: $(grep -E '^RESULT' "$OUT/peer.log" | tr '\n' ' ')"
     fi
     v=${order[k]}
-    "$lab/bin/$v/bench_replay" $caps >"$OUT/bench-$v-$k.log" 2>&1
+    timeout "${BENCH_TIMEOUT:-180}" "$lab/bin/$v/bench_replay" $caps >"$OUT/bench-$v-$k.log" 2>&1
     awk -F'|' -v v="$v" '/^\| [0-9]/ { gsub(/ /, ""); print v, $2, $7, $8, $10, $11 }' \
       "$OUT/bench-$v-$k.log" | tee -a "$summary"
   done
