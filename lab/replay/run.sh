@@ -32,9 +32,17 @@ log "replay lab $(date -u +%FT%TZ): A ${variants[*]}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>&1 | tee -a "$summary"
 
 if want build; then
-  # One copy of the tree; each variant is patched in, built, its binaries kept, and patched out.
+  # One copy of the tree; each variant is patched in, built, its binaries kept, and patched out
+  # (lab/apply_patch.py: the GPU machine may have neither `patch` nor `git`).
   mkdir -p "$lab/bin"
-  tar cf - --exclude=./build --exclude=./.git --exclude=./lab-out . | (mkdir -p "$lab/tree" && cd "$lab/tree" && tar xf -)
+  # Files are copied only where their content differs, so that the build sees exactly what changed
+  # since the last call (a copy that kept the files' old times could hide a variant's leftovers).
+  (find . \( -path ./build -o -path ./.git -o -path ./lab-out \) -prune -o -type f -print) |
+    while IFS= read -r f; do
+      if ! cmp -s "$f" "$lab/tree/$f"; then
+        mkdir -p "$lab/tree/$(dirname "$f")" && cp "$f" "$lab/tree/$f"
+      fi
+    done
   if ! cmake -S "$lab/tree" -B "$lab/obj" -G Ninja -DREDLINE_GPU=cuda -DCMAKE_BUILD_TYPE=Release \
        -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >"$OUT/configure.log" 2>&1; then
     log "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1
@@ -43,7 +51,7 @@ if want build; then
     t=$(date +%s)
     patch=""
     [[ "$v" != A ]] && patch="$root/lab/replay/$v.patch"
-    if [[ -n "$patch" ]] && ! (cd "$lab/tree" && patch -s -p1 <"$patch"); then
+    if [[ -n "$patch" ]] && ! (cd "$lab/tree" && python3 "$root/lab/apply_patch.py" "$patch"); then
       log "$v: patch does not apply"; continue
     fi
     if ninja -C "$lab/obj" test_replay bench_replay >"$OUT/build-$v.log" 2>&1; then
@@ -53,7 +61,7 @@ if want build; then
     else
       log "$v: build FAILED"; grep -E "error" "$OUT/build-$v.log" | head -10 | tee -a "$summary"
     fi
-    [[ -n "$patch" ]] && (cd "$lab/tree" && patch -s -R -p1 <"$patch")
+    [[ -n "$patch" ]] && (cd "$lab/tree" && python3 "$root/lab/apply_patch.py" -R "$patch")
   done
 fi
 
