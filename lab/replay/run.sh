@@ -3,7 +3,8 @@
 # variant (lab/replay/NN-*.patch, a patch against the mainline), runs test_replay for each (the
 # CPU reference and the GPU parity tests: a variant that fails any is not timed), then times them
 # with bench_replay in a mirrored order (A 01 02 .. 02 01 A) with bench/peer_replay.py between the
-# two halves, and writes a summary to $OUT.
+# two halves, and writes a summary to $OUT/summary.txt, the logs to $OUT/lab-logs.tgz (the device
+# tool returns few files).
 # Usage: lab/replay/run.sh [stage ...] (stages: build test bench; default: all)
 # Env: VARIANTS (default: every patch here, by number), CAPS (default: 100000 1000000 10000000),
 #      TESTS (a gtest filter, default: all), PEER=0 to leave the peer out, OUT (default: ./lab-out),
@@ -14,6 +15,8 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 OUT="${OUT:-$root/lab-out}"
 mkdir -p "$OUT"
+LOGS=$(mktemp -d)
+trap 'tar czf "$OUT/lab-logs.tgz" -C "$LOGS" . 2>/dev/null; rm -rf "$LOGS"' EXIT
 export PATH="$PATH:/usr/local/cuda/bin"
 stages=("$@")
 [[ ${#stages[@]} -gt 0 ]] || stages=(build test bench)
@@ -44,22 +47,23 @@ if want build; then
       fi
     done
   if ! cmake -S "$lab/tree" -B "$lab/obj" -G Ninja -DREDLINE_GPU=cuda -DCMAKE_BUILD_TYPE=Release \
-       -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >"$OUT/configure.log" 2>&1; then
-    log "configure: FAILED"; tail -30 "$OUT/configure.log"; exit 1
+       -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >"$LOGS/configure.log" 2>&1; then
+    log "configure: FAILED"; tail -30 "$LOGS/configure.log"; exit 1
   fi
   for v in A "${variants[@]}"; do
     t=$(date +%s)
+    rm -rf "${lab:?}/bin/$v"  # a variant that fails to build keeps no binaries from before
     patch=""
     [[ "$v" != A ]] && patch="$root/lab/replay/$v.patch"
     if [[ -n "$patch" ]] && ! (cd "$lab/tree" && python3 "$root/lab/apply_patch.py" "$patch"); then
       log "$v: patch does not apply"; continue
     fi
-    if ninja -C "$lab/obj" test_replay bench_replay >"$OUT/build-$v.log" 2>&1; then
-      rm -rf "$lab/bin/$v" && mkdir -p "$lab/bin/$v"
+    if ninja -C "$lab/obj" test_replay bench_replay >"$LOGS/build-$v.log" 2>&1; then
+      mkdir -p "$lab/bin/$v"
       cp "$lab/obj/tests/test_replay" "$lab/obj/bench/bench_replay" "$lab/bin/$v/"
       log "$v: built in $(( $(date +%s) - t ))s"
     else
-      log "$v: build FAILED"; grep -E "error" "$OUT/build-$v.log" | head -10 | tee -a "$summary"
+      log "$v: build FAILED"; grep -E "error" "$LOGS/build-$v.log" | head -10 | tee -a "$summary"
     fi
     [[ -n "$patch" ]] && (cd "$lab/tree" && python3 "$root/lab/apply_patch.py" -R "$patch")
   done
@@ -71,10 +75,10 @@ timed=()
 for v in A "${variants[@]}"; do
   [[ -x "$lab/bin/$v/bench_replay" ]] || continue
   if want test; then
-    timeout "${TEST_TIMEOUT:-240}" "$lab/bin/$v/test_replay" --gtest_filter="${TESTS:-*}" >"$OUT/test-$v.log" 2>&1
+    timeout "${TEST_TIMEOUT:-240}" "$lab/bin/$v/test_replay" --gtest_filter="${TESTS:-*}" >"$LOGS/test-$v.log" 2>&1
     rc=$?
-    log "$v: test_replay exit $rc: $(grep -E '^\[  PASSED  \]' "$OUT/test-$v.log") $(grep -cE '^\[  FAILED  \] [A-Za-z].*\(' "$OUT/test-$v.log") failed, $(grep -cE '^\[  SKIPPED \] [A-Za-z].*\(' "$OUT/test-$v.log") skipped"
-    grep -E '^\[  FAILED  \] [A-Za-z].*\(' "$OUT/test-$v.log" | tee -a "$summary"
+    log "$v: test_replay exit $rc: $(grep -E '^\[  PASSED  \]' "$LOGS/test-$v.log") $(grep -cE '^\[  FAILED  \] [A-Za-z].*\(' "$LOGS/test-$v.log") failed, $(grep -cE '^\[  SKIPPED \] [A-Za-z].*\(' "$LOGS/test-$v.log") skipped"
+    grep -E '^\[  FAILED  \] [A-Za-z].*\(' "$LOGS/test-$v.log" | tee -a "$summary"
     [[ $rc -eq 0 ]] && echo "${TESTS:-*}" >"$lab/bin/$v/tests-passed"
   fi
   if [[ ! -e "$lab/bin/$v/tests-passed" ]]; then
@@ -91,12 +95,12 @@ if want bench; then
   log "bench order: ${order[*]}; columns: variant capacity graph_us graph_ops sample_us update_us"
   for (( k=0; k<${#order[@]}; k++ )); do
     if [[ $k -eq $half && "${PEER:-1}" != 0 ]]; then
-      python3 bench/peer_replay.py >"$OUT/peer.log" 2>&1
-      log "peer: $(grep -E '^RESULT' "$OUT/peer.log" | tr '\n' ' ')"
+      python3 bench/peer_replay.py >"$LOGS/peer.log" 2>&1
+      log "peer: $(grep -E '^RESULT' "$LOGS/peer.log" | tr '\n' ' ')"
     fi
     v=${order[k]}
-    timeout "${BENCH_TIMEOUT:-180}" "$lab/bin/$v/bench_replay" $caps >"$OUT/bench-$v-$k.log" 2>&1
+    timeout "${BENCH_TIMEOUT:-180}" "$lab/bin/$v/bench_replay" $caps >"$LOGS/bench-$v-$k.log" 2>&1
     awk -F'|' -v v="$v" '/^\| [0-9]/ { gsub(/ /, ""); print v, $2, $7, $8, $10, $11 }' \
-      "$OUT/bench-$v-$k.log" | tee -a "$summary"
+      "$LOGS/bench-$v-$k.log" | tee -a "$summary"
   done
 fi
