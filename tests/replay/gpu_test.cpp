@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "redline/core/probe.h"
 #include "redline/core/stream.h"
@@ -381,6 +382,53 @@ TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
   gpu.sample_into(128, beta, smp[0]);
   EXPECT_EQ(last_cpu.indices.to_vector<int64_t>(), smp[0].indices.to_vector<int64_t>());
   EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
+}
+
+// Samples enqueued back to back, nothing between them (eager, then captured), each draw afresh: a
+// GPU sample reads the Philox offset before the kernel ahead of it has finished, which is safe only
+// because a sample advances the offset before it lets later kernels start. A sample whose device
+// beta is out of range faults and still uses its draws, on both devices alike.
+TEST(GpuReplay, BackToBackSamplesEachDrawAfresh) {
+  REDLINE_REQUIRE_GPU();
+  ReplayConfig c = scalar_prioritized(512, 8, Device::cpu());
+  c.seed = 5;
+  ReplayConfig g = c;
+  g.device = kGpu;
+  ReplayMemory cpu(c), gpu(g);
+  ScriptedEnvs envs(512, 1, 1, false, 23);
+  for (int i = 0; i < 8; ++i) {
+    const Step s = envs.next();
+    insert_on(cpu, s, Device::cpu());
+    insert_on(gpu, s, kGpu);
+  }
+  constexpr int kSamples = 96;
+  const Tensor beta = Tensor::full({1}, 0.4, DType::f32, kGpu);
+  std::vector<ReplaySample> got(kSamples);
+  for (ReplaySample& s : got) {  // allocated up front, so nothing but samples is enqueued
+    s.indices = Tensor::empty({128}, DType::i64, kGpu);
+    s.weights = Tensor::empty({128}, DType::f32, kGpu);
+  }
+  for (int r = 0; r < kSamples / 2; ++r) gpu.sample_into(128, beta, got[r]);
+  StepGraph graph(kGpu);
+  graph.capture([&] {
+    for (int r = kSamples / 2; r < kSamples; ++r) gpu.sample_into(128, beta, got[r]);
+  });
+  graph.replay();
+  gpu.check_errors();
+  for (int r = 0; r < kSamples; ++r) {
+    SCOPED_TRACE("sample " + std::to_string(r));
+    const ReplaySample want = cpu.sample(128, 0.4);
+    EXPECT_TRUE(bit_equal<int64_t>(want.indices, got[r].indices));
+    EXPECT_TRUE(bit_equal<float>(want.weights, got[r].weights));
+  }
+  (void)gpu.sample(128, Tensor::full({1}, 2.0, DType::f32, kGpu));
+  expect_error([&] { gpu.check_errors(); }, "sample got beta = 2; beta must be in [0, 1]");
+  expect_error([&] { (void)cpu.sample(128, Tensor::full({1}, 2.0, DType::f32)); },
+               "sample got beta = 2; beta must be in [0, 1]");
+  const ReplaySample after_cpu = cpu.sample(128, 0.4);
+  const ReplaySample after_gpu = gpu.sample(128, 0.4);
+  EXPECT_TRUE(bit_equal<int64_t>(after_cpu.indices, after_gpu.indices));
+  EXPECT_TRUE(bit_equal<float>(after_cpu.weights, after_gpu.weights));
 }
 
 // On NVIDIA GPUs from sm_80 on, a prioritized memory sets aside L2 for its min tree's inner levels

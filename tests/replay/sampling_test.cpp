@@ -140,6 +140,23 @@ TEST(ReplaySampling, SameSeedSameSamplesAndOffsetAdvances) {
   EXPECT_EQ(a2.weights.to_vector<float>(), b2.weights.to_vector<float>());
 }
 
+// A sample that faults on a beta tensor out of range (a check made where the sample runs, as on the
+// GPU) still uses its draws: the GPU's sample advances the Philox offset before it reads beta.
+TEST(ReplaySampling, FaultedSampleStillUsesItsDraws) {
+  ReplayMemory a = make_filled(true, 0.6), b = make_filled(true, 0.6);
+  testing::expect_error([&] { (void)a.sample(16, Tensor::full({1}, 1.5, DType::f32)); },
+                        "sample got beta = 1.5; beta must be in [0, 1]");
+  (void)b.sample(16, 0.4);
+  const ReplaySample a2 = a.sample(16, 0.4), b2 = b.sample(16, 0.4);
+  EXPECT_EQ(a2.indices.to_vector<int64_t>(), b2.indices.to_vector<int64_t>());
+  EXPECT_EQ(a2.weights.to_vector<float>(), b2.weights.to_vector<float>());
+  // A beta number out of range is refused before anything runs: no draws are used.
+  ReplayMemory c = make_filled(true, 0.6);
+  testing::expect_error([&] { (void)c.sample(16, 1.5); }, "beta = 1.5");
+  EXPECT_EQ(c.sample(16, 0.4).indices.to_vector<int64_t>(),
+            make_filled(true, 0.6).sample(16, 0.4).indices.to_vector<int64_t>());
+}
+
 TEST(ReplaySampling, UpdateLastWriteWinsAndStaleSlotsStayOut) {
   ReplayMemory m = make_filled(true, 1.0);
   m.update_priorities(Tensor::from_host<int64_t>({5, 9, 5, 5}, {4}),

@@ -11,12 +11,14 @@
 // levels remain, one grandchild of every other child, so one dependent load serves two levels. The
 // first step loads the whole top level (the tree stores no root: replay_math.h) and derives the
 // total from it by shuffles. A group finds the child with four shuffle steps of tree_prefix_sums
-// and two ballots: the CPU's tree_choose_child, bit for bit. The last block to read the Philox
-// offset advances it. Update runs one block per tree (sums, mins), because each tree level must be
-// final before its parents are recomputed (__syncthreads between levels); kUpdateLanes lanes serve
-// an index, each combining a quarter of a node's children, and two butterfly steps give the parent
-// in tree_combine's pairwise order. On NVIDIA GPUs update marks the min tree's inner levels
-// persisting in L2 (reserve_l2), so its min block finds them there at large capacities.
+// and two ballots: the CPU's tree_choose_child, bit for bit. Each draw's Philox number is made
+// before the kernel ahead has finished (chained launch), and the last block to read the offset
+// advances it before it lets later kernels start. Update runs one block per tree (sums, mins),
+// because each tree level must be final before its parents are recomputed (__syncthreads between
+// levels); kUpdateLanes lanes serve an index, each combining a quarter of a node's children, and
+// two butterfly steps give the parent in tree_combine's pairwise order. On NVIDIA GPUs update marks
+// the min tree's inner levels persisting in L2 (reserve_l2), so its min block finds them there at
+// large capacities.
 #include <algorithm>
 #include <cfloat>
 #include <climits>
@@ -353,17 +355,16 @@ __device__ inline void load_top(const ReplayView& v, int j, int h, int draw_lane
 }
 
 // Draw b * draws + w of block b is served by the block's w-th kDrawLanes lanes, and lane 0 writes
-// the result. Its first step loads the top level whole, with the Philox offset, and derives the two
-// unstored levels above it (the rows' sums, then the total and the smallest leaf) by shuffles in
-// tree_combine's order, so a tree of L stored levels costs 1 + floor((L - 1) / 2) dependent loads.
-// blocks_done counts the blocks that have read the offset: the last one advances it and reports
-// faults.
+// the result. Before the wait for the kernel ahead, each draw makes its Philox number from the
+// offset; blocks_done counts the blocks that have read it, and the last one advances it, lets
+// later kernels start only then, and at the end reports faults. After the wait, the first step
+// loads the top level whole and derives the two unstored levels above it (the rows' sums, then the
+// total and the smallest leaf) by shuffles in tree_combine's order, so a tree of L stored levels
+// costs 1 + floor((L - 1) / 2) dependent loads.
 __global__ void __launch_bounds__(kSampleThreads)
     sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
                   int64_t* indices, float* weights) {  // indices, weights: (batch,)
   __shared__ uint64_t base_offset;
-  allow_next_grid();
-  wait_for_previous_grid();
   const int levels = v.tree.levels;
   const int draw_lane = static_cast<int>(threadIdx.x) % kDrawLanes;
   const int lane = draw_lane % kFanout;
@@ -371,9 +372,31 @@ __global__ void __launch_bounds__(kSampleThreads)
   const int base = static_cast<int>(threadIdx.x) % redline::gpu::kWarpSize - lane;
   const int64_t i =
       blockIdx.x * static_cast<int64_t>(blockDim.x / kDrawLanes) + threadIdx.x / kDrawLanes;
-  // Independent loads, all in flight together: the offset and the top level (every draw reads it,
-  // so that every draw derives the same total).
-  if (threadIdx.x == 0) base_offset = static_cast<uint64_t>(*v.rng_offset);
+  // Before the wait, while the kernel before finishes: the Philox offset and each draw's place in
+  // its slice, which depend on nothing that kernel writes. The offset is final here, because a
+  // sample lets later kernels start only after it has advanced the offset (below), and every kernel
+  // after it starts later still. The read bypasses L1, which may hold the line from before.
+  if (threadIdx.x == 0) {
+    base_offset = static_cast<uint64_t>(*static_cast<volatile const int64_t*>(v.rng_offset));
+  }
+  __syncthreads();
+  const uint64_t first_draw = base_offset;
+  const double position = i < batch ? stratified_position(v, first_draw, i) : 0.0;
+  // The last block to read the offset advances it (the CPU's sample does the same, before its
+  // checks: a sample that faults still uses its draws) and then lets later kernels start; the
+  // others let them start at once.
+  bool last_block = false;
+  if (threadIdx.x == 0) {
+    last_block = atomicAdd(v.blocks_done, 1u) == gridDim.x - 1;
+    if (last_block) {
+      *v.blocks_done = 0;  // ready for the next launch
+      *v.rng_offset = static_cast<int64_t>(first_draw + static_cast<uint64_t>(batch));
+      __threadfence();
+    }
+    allow_next_grid();  // the block's first trigger counts, so only this thread triggers
+  }
+  wait_for_previous_grid();
+  // The top level: every draw reads it, so that every draw derives the same total.
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
   double grand[kAheadRows], row_sum = 0.0, row_min = 0.0;
   load_top(v, lane, group, draw_lane, grand, &row_sum, &row_min);
@@ -398,19 +421,15 @@ __global__ void __launch_bounds__(kSampleThreads)
     min_leaf = tree_min(min_leaf,
                         __shfl_xor_sync(redline::gpu::kFullLaneMask, min_leaf, step, kDrawLanes));
   }
-  __syncthreads();
   const bool beta_ok = b >= 0.0 && b <= 1.0;
   const bool empty = !(total > 0.0);
-  // Every thread of this block has its copy of the offset now, so the block is counted at once;
-  // the count's value is first needed at the end, so its round trip overlaps the descent.
-  const unsigned int counted_before = threadIdx.x == 0 ? atomicAdd(v.blocks_done, 1u) : 0u;
   const bool active = i < batch && !empty && beta_ok;
   if (!active) {
     child = 0.0;
 #pragma unroll
     for (int r = 0; r < kAheadRows; ++r) grand[r] = 0.0;
   }
-  double u = active ? stratified_point(v, base_offset, i, batch, total) : 0.0;
+  double u = active ? stratified_point(position, batch, total) : 0.0;
   int64_t node = 0;
   // The last step's masses and choice: the chosen leaf's mass is taken from them once, at the end.
   double last_masses = 0.0;
@@ -459,16 +478,13 @@ __global__ void __launch_bounds__(kSampleThreads)
       weights[i] = 0.0f;
     }
   }
-  // The last block to be counted advances the offset (every block has read it) or reports the
-  // fault, which every block sees alike (beta and the total are the same for all).
-  if (threadIdx.x != 0 || counted_before != gridDim.x - 1) return;
-  *v.blocks_done = 0;  // ready for the next launch
+  // The last block reports a fault, which every block sees alike (beta and the total are the
+  // same for all).
+  if (!last_block) return;
   if (!beta_ok) {
     report_fault(v.fault, kFaultBeta, 0, b);
   } else if (empty) {
     report_fault(v.fault, kFaultEmpty, 0, 0.0);
-  } else {
-    *v.rng_offset = static_cast<int64_t>(base_offset + static_cast<uint64_t>(batch));
   }
 }
 

@@ -89,19 +89,21 @@ void insert(const ReplayView& v, const InsertSource& src) {
 }
 
 void sample(const ReplayView& v, int64_t batch, double beta, int64_t* indices, float* weights) {
+  // The draws are used before the checks, as on the GPU, whose sample advances the offset before
+  // it has read the tree or beta.
+  const uint64_t base = static_cast<uint64_t>(*v.rng_offset);
+  *v.rng_offset = static_cast<int64_t>(base + static_cast<uint64_t>(batch));
   double total = 0.0, min_leaf = 0.0;
   tree_top(v.tree, v.sum, v.min, &total, &min_leaf);
   if (!(beta >= 0.0 && beta <= 1.0)) fail(kFaultBeta, 0, beta, v.rows * v.envs);
   if (!(total > 0.0)) fail(kFaultEmpty, 0, 0.0, v.rows * v.envs);
-  const uint64_t base = static_cast<uint64_t>(*v.rng_offset);
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
   for (int64_t i = 0; i < batch; ++i) {
-    const double u = stratified_point(v, base, i, batch, total);
+    const double u = stratified_point(stratified_position(v, base, i), batch, total);
     const int64_t leaf = tree_descend(v.tree, v.sum, u);
     indices[i] = leaf;
     weights[i] = importance_weight(v, v.sum[leaf0 + leaf], min_leaf, beta);
   }
-  *v.rng_offset = static_cast<int64_t>(base + static_cast<uint64_t>(batch));
 }
 
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities) {

@@ -423,13 +423,16 @@ REDLINE_HD inline void stack_source_rows(const ReplayView& v, int64_t t, int64_t
   stack_source_rows(v, t, ColumnRows{&v, e}, rows_out);
 }
 
-// The stratified draw of sample i of `batch`: a point in slice i of the total mass.
-REDLINE_HD inline double stratified_point(const ReplayView& v, uint64_t base_offset, int64_t i,
-                                          int64_t batch, double total) {
+// The stratified draw of sample i of `batch`: a point in slice i of the total mass, in two parts.
+// The position, i plus a uniform number from Philox, needs neither the tree nor the batch, so the
+// GPU makes it before the kernel ahead of it has finished; the point scales it by the slice's mass.
+REDLINE_HD inline double stratified_position(const ReplayView& v, uint64_t base_offset, int64_t i) {
   Philox gen(v.seed, v.stream, base_offset + static_cast<uint64_t>(i));
-  const double u = gen.uniform_double();
+  return static_cast<double>(i) + gen.uniform_double();
+}
+REDLINE_HD inline double stratified_point(double position, int64_t batch, double total) {
   const double slice = total / static_cast<double>(batch);
-  return (static_cast<double>(i) + u) * slice;
+  return position * slice;
 }
 
 // Importance weight of a leaf, normalized by the largest weight: (leaf / min_leaf)^-beta.
