@@ -142,6 +142,26 @@ ReplayConfig scalar_prioritized(int64_t envs, int64_t rows, Device device) {
   return c;
 }
 
+// A CPU and a GPU memory of scalar_prioritized(envs, rows) with the same seed, fed the same `rows`
+// steps of ScriptedEnvs (its seed: env_seed), so the memory is full.
+struct FilledTwins {
+  ReplayMemory cpu, gpu;
+  FilledTwins(int64_t envs, int64_t rows, uint64_t seed, uint32_t env_seed)
+      : cpu(config(envs, rows, seed, Device::cpu())), gpu(config(envs, rows, seed, kGpu)) {
+    ScriptedEnvs envs_script(envs, 1, 1, false, env_seed);
+    for (int64_t i = 0; i < rows; ++i) {
+      const Step s = envs_script.next();
+      insert_on(cpu, s, Device::cpu());
+      insert_on(gpu, s, kGpu);
+    }
+  }
+  static ReplayConfig config(int64_t envs, int64_t rows, uint64_t seed, Device device) {
+    ReplayConfig c = scalar_prioritized(envs, rows, device);
+    c.seed = seed;
+    return c;
+  }
+};
+
 TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
   REDLINE_REQUIRE_GPU();
   const ReplayConfig c = scalar_prioritized(64, 500, kGpu);
@@ -334,17 +354,8 @@ TEST(GpuReplay, CapturedStepReplaysLikeEagerCpu) {
 // updates the wrong leaves, and the tree then differs from the CPU's.
 TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
   REDLINE_REQUIRE_GPU();
-  ReplayConfig c = scalar_prioritized(4096, 64, Device::cpu());
-  c.seed = 11;
-  ReplayConfig g = c;
-  g.device = kGpu;
-  ReplayMemory cpu(c), gpu(g);
-  ScriptedEnvs envs(4096, 1, 1, false, 19);
-  for (int i = 0; i < 64; ++i) {
-    const Step s = envs.next();
-    insert_on(cpu, s, Device::cpu());
-    insert_on(gpu, s, kGpu);
-  }
+  FilledTwins twins(4096, 64, 11, 19);
+  ReplayMemory &cpu = twins.cpu, &gpu = twins.gpu;
   // Batches of 128 (update stages them in shared memory) and 1,024 (it reads them from global
   // memory), alternating; each size has its own sample, allocated by the first rounds.
   constexpr int kRounds = 400;
@@ -390,17 +401,8 @@ TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
 // beta is out of range faults and still uses its draws, on both devices alike.
 TEST(GpuReplay, BackToBackSamplesEachDrawAfresh) {
   REDLINE_REQUIRE_GPU();
-  ReplayConfig c = scalar_prioritized(512, 8, Device::cpu());
-  c.seed = 5;
-  ReplayConfig g = c;
-  g.device = kGpu;
-  ReplayMemory cpu(c), gpu(g);
-  ScriptedEnvs envs(512, 1, 1, false, 23);
-  for (int i = 0; i < 8; ++i) {
-    const Step s = envs.next();
-    insert_on(cpu, s, Device::cpu());
-    insert_on(gpu, s, kGpu);
-  }
+  FilledTwins twins(512, 8, 5, 23);
+  ReplayMemory &cpu = twins.cpu, &gpu = twins.gpu;
   constexpr int kSamples = 96;
   const Tensor beta = Tensor::full({1}, 0.4, DType::f32, kGpu);
   std::vector<ReplaySample> got(kSamples);
