@@ -193,7 +193,9 @@ TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
 // depth (0 to 5 stored levels of ancestors: the last shape, 17M slots, has the depth of 1e8), with
 // duplicates (the last occurrence wins), with slots that are not sampleable (left alone), with
 // inserts between the updates, with leaves that share a parent (pairs, then triples), and with
-// sorted batches (staged ones skip the hash table there).
+// sorted batches (staged ones skip the hash table there): spread over the whole memory, then dense
+// over 40 and over 1,000 consecutive slots, where long runs of indices share their ancestors and
+// those runs cross the boundaries between warps.
 TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
   REDLINE_REQUIRE_GPU();
   const int64_t batches[] = {1, 3, 16, 64, 127, 128, 129, 256, 257, 512, 513};
@@ -226,7 +228,7 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
     // Partly filled, so that many slots are not sampleable yet.
     for (int64_t step = 0; step < shape.rows / 2 + 2; ++step) insert_both(step);
     int64_t mismatched = 0, round = 0;
-    for (int pass = 0; pass < 3; ++pass) {
+    for (int pass = 0; pass < 5; ++pass) {
       for (const int64_t b : batches) {
         std::vector<int64_t> idx(static_cast<size_t>(b));
         for (auto& i : idx) i = std::uniform_int_distribution<int64_t>(0, c.capacity - 1)(rng);
@@ -247,6 +249,12 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
           std::sort(idx.begin(), idx.end());
           for (size_t j = 30; j < 36 && j < idx.size(); ++j) idx[j] = idx[29];
           if (idx.size() > 1) idx.back() = idx[idx.size() - 2];
+        }
+        if (pass >= 3) {
+          const int64_t span = std::min<int64_t>(c.capacity, pass == 3 ? 40 : 1000);
+          const int64_t from = std::uniform_int_distribution<int64_t>(0, c.capacity - span)(rng);
+          for (auto& i : idx) i = from + std::uniform_int_distribution<int64_t>(0, span - 1)(rng);
+          std::sort(idx.begin(), idx.end());
         }
         std::vector<float> p(static_cast<size_t>(b));
         for (auto& x : p) x = std::uniform_real_distribution<float>(1e-3f, 1e3f)(rng);
