@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Where update's time goes: throwaway builds of the mainline with one part of update_kernel
+# removed each (their trees are wrong, so they are timed only, never tested or landed), timed by
+# bench_replay at one capacity in the order A, each ablation, A. Output: $OUT/ablate.txt, one line
+# per build (the bench's row: graph, sample and update µs).
+# Ablations:
+#   wait     update returns right after its wait for the kernel before (launch and wait only)
+#   levels   no ancestor levels (phase 1, the checks and the leaves only)
+#   power    the new leaf is the priority itself, not priority^alpha
+#   oldleaf  no load of the old leaf (every slot taken as sampleable)
+# Usage: CAP=10000000 OUT=dir lab/replay/ablate.sh [ablation ...]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+OUT="${OUT:-$root/lab-out}"
+CAP="${CAP:-10000000}"
+mkdir -p "$OUT"
+export PATH="$PATH:/usr/local/cuda/bin"
+ablations=("$@")
+[[ ${#ablations[@]} -gt 0 ]] || ablations=(wait levels power oldleaf)
+work=build/ablate
+mkdir -p "$work"
+rm -rf "$work/tree"
+mkdir -p "$work/tree"
+(find . \( -path ./build -o -path ./.git -o -path ./lab-out \) -prune -o -type f -print) |
+  while IFS= read -r f; do mkdir -p "$work/tree/$(dirname "$f")" && cp "$f" "$work/tree/$f"; done
+kernel="$work/tree/src/backend/gpu/replay_tree.cu"
+cp "$kernel" "$work/kernel.orig"
+cmake -S "$work/tree" -B "$work/obj" -G Ninja -DREDLINE_GPU=cuda -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUT/ablate-configure.log" 2>&1 || { echo "configure failed"; exit 1; }
+edit() {  # one ablation's change to the kernel; fails if its anchor is gone
+  local file="$1" name="$2"
+  case "$name" in
+    A) return 0 ;;
+    wait) python3 - "$file" <<'PY' ;;
+import sys
+p = sys.argv[1]; s = open(p).read()
+a = "  wait_for_previous_grid();  // before any global read: the indices may come from the kernel before\n"
+assert s.count(a) == 1; open(p, "w").write(s.replace(a, a + "  if (batch > 0) return;\n"))
+PY
+    levels) python3 - "$file" <<'PY' ;;
+import sys, re
+p = sys.argv[1]; s = open(p).read()
+n = len(re.findall(r"\n    update_ancestors<(true|false)>\(v, tree, batch, indices, staged_index, use_staged\);", s))
+assert n == 2
+s = re.sub(r"\n    update_ancestors<(true|false)>\(v, tree, batch, indices, staged_index, use_staged\);", "\n    (void)tree;", s)
+open(p, "w").write(s)
+PY
+    power) python3 - "$file" <<'PY' ;;
+import sys
+p = sys.argv[1]; s = open(p).read()
+a = "priority_power(p_ok ? static_cast<double>(p) : 1.0, v.alpha)"
+assert s.count(a) == 1; open(p, "w").write(s.replace(a, "(p_ok ? static_cast<double>(p) : 1.0)"))
+PY
+    oldleaf) python3 - "$file" <<'PY' ;;
+import sys
+p = sys.argv[1]; s = open(p).read()
+a = "const double old_leaf = v.sum[leaf0 + (idx_ok ? idx : 0)];"
+assert s.count(a) == 1; open(p, "w").write(s.replace(a, "const double old_leaf = idx_ok ? 1.0 : 0.0;"))
+PY
+    *) echo "unknown ablation $name"; return 1 ;;
+  esac
+}
+: >"$OUT/ablate.txt"
+for name in A "${ablations[@]}" A; do
+  cp "$work/kernel.orig" "$kernel"
+  if ! edit "$kernel" "$name"; then echo "$name: edit failed" | tee -a "$OUT/ablate.txt"; continue; fi
+  if ! ninja -C "$work/obj" bench_replay >"$OUT/ablate-build-$name.log" 2>&1; then
+    echo "$name: build failed" | tee -a "$OUT/ablate.txt"; continue
+  fi
+  row=$(timeout 120 "$work/obj/bench/bench_replay" "$CAP" 2>&1 | grep -E "^\| *$CAP " | head -1)
+  echo "$name $row" | tee -a "$OUT/ablate.txt"
+done
