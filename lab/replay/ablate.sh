@@ -8,7 +8,13 @@
 #   levels   no ancestor levels (phase 1, the checks and the leaves only)
 #   power    the new leaf is the priority itself, not priority^alpha
 #   oldleaf  no load of the old leaf (every slot taken as sampleable)
-# Usage: CAP=10000000 OUT=dir lab/replay/ablate.sh [ablation ...]
+#   levels=N only the N lowest ancestor levels (the time of each level, from N = 1, 2, ...)
+#   steps=N  with PATCH set to variant 07's patch: only its N lowest steps
+# PATCH: a patch (lab/apply_patch.py) applied to every build, A included, before its ablation;
+# a dropped variant's patch comes back from git, e.g.
+#   git show baa0c87:lab/replay/07-update-lines-one-barrier-per-level.patch >lab/replay/07.patch
+# (left untracked, so that the device tool carries it).
+# Usage: CAP=10000000 OUT=dir [PATCH=file] lab/replay/ablate.sh [ablation ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -25,6 +31,11 @@ mkdir -p "$work/tree"
 (find . \( -path ./build -o -path ./.git -o -path ./lab-out \) -prune -o -type f -print) |
   while IFS= read -r f; do mkdir -p "$work/tree/$(dirname "$f")" && cp "$f" "$work/tree/$f"; done
 kernel="$work/tree/src/backend/gpu/replay_tree.cu"
+if [[ -n "${PATCH:-}" ]]; then
+  patch_file="$PATCH"
+  [[ "$patch_file" == /* ]] || patch_file="$root/$patch_file"
+  (cd "$work/tree" && python3 "$root/lab/apply_patch.py" "$patch_file") || { echo "PATCH does not apply"; exit 1; }
+fi
 cp "$kernel" "$work/kernel.orig"
 cmake -S "$work/tree" -B "$work/obj" -G Ninja -DREDLINE_GPU=cuda -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUT/ablate-configure.log" 2>&1 || { echo "configure failed"; exit 1; }
@@ -57,6 +68,20 @@ import sys
 p = sys.argv[1]; s = open(p).read()
 a = "const double old_leaf = v.sum[leaf0 + (idx_ok ? idx : 0)];"
 assert s.count(a) == 1; open(p, "w").write(s.replace(a, "const double old_leaf = idx_ok ? 1.0 : 0.0;"))
+PY
+    levels=*) python3 - "$file" "${name#levels=}" <<'PY' ;;
+import sys
+p, n = sys.argv[1], int(sys.argv[2]); s = open(p).read()
+a = "      if (d >= leaf_level) continue;  // the same in every thread\n"
+assert s.count(a) == 1
+open(p, "w").write(s.replace(a, "      if (d >= leaf_level || d < leaf_level - %d) continue;\n" % n))
+PY
+    steps=*) python3 - "$file" "${name#steps=}" <<'PY' ;;
+import sys
+p, n = sys.argv[1], int(sys.argv[2]); s = open(p).read()
+a = "    if (k > leaf_level) break;  // the same in every thread\n"
+assert s.count(a) == 1
+open(p, "w").write(s.replace(a, "    if (k > leaf_level || k > %d) break;\n" % n))
 PY
     *) echo "unknown ablation $name"; return 1 ;;
   esac
