@@ -25,11 +25,14 @@ export PATH="$PATH:/usr/local/cuda/bin"
 ablations=("$@")
 [[ ${#ablations[@]} -gt 0 ]] || ablations=(wait levels power oldleaf)
 work=build/ablate
-mkdir -p "$work"
-rm -rf "$work/tree"
-mkdir -p "$work/tree"
+# As lab/replay/run.sh: only files whose content differs are copied (an earlier call's patch and
+# ablation among them), so that a warm machine rebuilds only what changed.
 (find . \( -path ./build -o -path ./.git -o -path ./lab-out \) -prune -o -type f -print) |
-  while IFS= read -r f; do mkdir -p "$work/tree/$(dirname "$f")" && cp "$f" "$work/tree/$f"; done
+  while IFS= read -r f; do
+    if ! cmp -s "$f" "$work/tree/$f"; then
+      mkdir -p "$work/tree/$(dirname "$f")" && cp "$f" "$work/tree/$f"
+    fi
+  done
 kernel="$work/tree/src/backend/gpu/replay_tree.cu"
 if [[ -n "${PATCH:-}" ]]; then
   patch_file="$PATCH"
