@@ -42,7 +42,9 @@ using namespace redline::rl;
 
 namespace {
 
-constexpr int64_t kBatch = 128;
+// The batch: 128, the figure, unless `--batch N` sets another (a scan of update's cost
+// against the batch tells how much of it grows with the work).
+int64_t bench_batch = 128;
 constexpr int kOps = 200;
 constexpr int kRepeats = 7;
 
@@ -113,8 +115,8 @@ void save_and_load(ReplayMemory& m, const ReplayConfig& c, const std::string& di
     row->same = true;
     ReplaySample a, b;
     for (int round = 0; round < 3; ++round) {
-      m.sample_into(kBatch, beta, a);
-      loaded.sample_into(kBatch, beta, b);
+      m.sample_into(bench_batch, beta, a);
+      loaded.sample_into(bench_batch, beta, b);
       row->same = row->same && a.indices.to_vector<int64_t>() == b.indices.to_vector<int64_t>() &&
                   a.weights.to_vector<float>() == b.weights.to_vector<float>();
       m.update_priorities(a.indices, pris[(round + 5) % pris.size()]);
@@ -158,36 +160,36 @@ Row run(Device dev, int64_t capacity, bool atari, const std::string& save_dir) {
   std::mt19937 rng(3);
   std::vector<Tensor> pris;
   for (int i = 0; i < 16; ++i) {
-    std::vector<float> p(kBatch);
+    std::vector<float> p(bench_batch);
     for (float& v : p) v = std::uniform_real_distribution<float>(0.01f, 10.0f)(rng);
-    pris.push_back(Tensor::from_host(p, {kBatch}, dev));
+    pris.push_back(Tensor::from_host(p, {bench_batch}, dev));
   }
   const Tensor& pri = pris[0];
   Tensor beta = Tensor::full({1}, 0.4, DType::f32, dev);
   ReplaySample smp;
   ReplayBatch batch;
-  m.sample_into(kBatch, beta, smp);
+  m.sample_into(bench_batch, beta, smp);
   m.gather_into(smp, batch);
   // Spread the priorities first, so the tree is not flat.
   for (int i = 0; i < 2000; ++i) {
-    m.sample_into(kBatch, beta, smp);
+    m.sample_into(bench_batch, beta, smp);
     m.update_priorities(smp.indices, pris[i % 16]);
   }
   const auto ops = [&] {
     for (int i = 0; i < kOps; ++i) {
-      m.sample_into(kBatch, beta, smp);
+      m.sample_into(bench_batch, beta, smp);
       m.update_priorities(smp.indices, pri);
     }
   };
   const auto ops_gather = [&] {
     for (int i = 0; i < kOps; ++i) {
-      m.sample_into(kBatch, beta, smp);
+      m.sample_into(bench_batch, beta, smp);
       m.gather_into(smp, batch);
       m.update_priorities(smp.indices, pri);
     }
   };
   const auto samples = [&] {
-    for (int i = 0; i < kOps; ++i) m.sample_into(kBatch, beta, smp);
+    for (int i = 0; i < kOps; ++i) m.sample_into(bench_batch, beta, smp);
   };
   const auto updates = [&] {
     for (int i = 0; i < kOps; ++i) m.update_priorities(smp.indices, pri);
@@ -210,13 +212,21 @@ Row run(Device dev, int64_t capacity, bool atari, const std::string& save_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Optional arguments: capacities to run instead of 1e5, 1e6, 1e7, and `--save DIR`.
+  // Optional arguments: capacities to run instead of 1e5, 1e6, 1e7, `--batch N` and `--save DIR`.
   std::vector<int64_t> capacities;
   std::string save_dir;
   bool atari = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--atari") == 0) {
       atari = true;
+    } else if (std::strcmp(argv[i], "--batch") == 0) {
+      const long long b = i + 1 < argc ? std::atoll(argv[i + 1]) : 0;
+      if (b <= 0) {
+        std::fprintf(stderr, "bench_replay: --batch needs a positive count\n");
+        return 2;
+      }
+      bench_batch = b;
+      ++i;
     } else if (std::strcmp(argv[i], "--save") == 0) {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "bench_replay: --save needs a folder\n");
@@ -226,8 +236,9 @@ int main(int argc, char** argv) {
     } else {
       const long long capacity = std::atoll(argv[i]);
       if (capacity <= 0) {
-        std::fprintf(stderr, "bench_replay: '%s' is neither a capacity, --atari nor --save DIR\n",
-                     argv[i]);
+        std::fprintf(
+            stderr, "bench_replay: '%s' is neither a capacity, --atari, --batch N nor --save DIR\n",
+            argv[i]);
         return 2;
       }
       capacities.push_back(capacity);
@@ -238,12 +249,12 @@ int main(int argc, char** argv) {
   std::printf(
       "redline replay bench: device %s, prioritized (alpha 0.6, beta 0.4 on the device), "
       "batch %lld, obs %s, n_step 3\n",
-      dev.str().c_str(), static_cast<long long>(kBatch),
+      dev.str().c_str(), static_cast<long long>(bench_batch),
       atari ? "(4, 84, 84) u8, frame_stack 4 (each frame stored once)" : "(4, 10, 10) u8");
   std::printf(
       "one op = sample %lld indices + importance weights, then update their %lld "
       "priorities; device time per op from events, median of %d x %d ops\n\n",
-      static_cast<long long>(kBatch), static_cast<long long>(kBatch), kRepeats, kOps);
+      static_cast<long long>(bench_batch), static_cast<long long>(bench_batch), kRepeats, kOps);
   std::printf(
       "| capacity | memory MiB | fill s | eager us/op | eager ops/s | graph us/op | graph "
       "ops/s | graph +gather us/op | sample us | update us | L2 kept MiB |\n");

@@ -14,12 +14,14 @@
 # a dropped variant's patch comes back from git, e.g.
 #   git show baa0c87:lab/replay/07-update-lines-one-barrier-per-level.patch >lab/replay/07.patch
 # (left untracked, so that the device tool carries it).
-# Usage: CAP=10000000 OUT=dir [PATCH=file] lab/replay/ablate.sh [ablation ...]
+# BATCH: the batch of every timed run (bench_replay --batch; 128 unless set).
+# Usage: CAP=10000000 OUT=dir [PATCH=file] [BATCH=n] lab/replay/ablate.sh [ablation ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 OUT="${OUT:-$root/lab-out}"
 CAP="${CAP:-10000000}"
+BATCH="${BATCH:-128}"
 mkdir -p "$OUT"
 export PATH="$PATH:/usr/local/cuda/bin"
 ablations=("$@")
@@ -96,6 +98,6 @@ for name in A "${ablations[@]}" A; do
   if ! ninja -C "$work/obj" bench_replay >"$OUT/ablate-build-$name.log" 2>&1; then
     echo "$name: build failed" | tee -a "$OUT/ablate.txt"; continue
   fi
-  row=$(timeout 120 "$work/obj/bench/bench_replay" "$CAP" 2>&1 | grep -E "^\| *$CAP " | head -1)
+  row=$(timeout 120 "$work/obj/bench/bench_replay" --batch "$BATCH" "$CAP" 2>&1 | grep -E "^\| *$CAP " | head -1)
   echo "$name $row" | tee -a "$OUT/ablate.txt"
 done
