@@ -270,8 +270,10 @@ int main(int argc, char** argv) {
           r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us, r.gather_us, r.sample_us,
           r.update_us, static_cast<double>(r.l2_kept) / (1 << 20));
       std::printf(
-          "RESULT replay device=%s capacity=%lld eager_ops_per_s=%.0f graph_ops_per_s=%.0f\n",
-          dev.str().c_str(), static_cast<long long>(capacity), 1e6 / r.eager_us, 1e6 / r.graph_us);
+          "RESULT replay device=%s capacity=%lld batch=%lld eager_ops_per_s=%.0f "
+          "graph_ops_per_s=%.0f\n",
+          dev.str().c_str(), static_cast<long long>(capacity), static_cast<long long>(bench_batch),
+          1e6 / r.eager_us, 1e6 / r.graph_us);
     } catch (const redline::Error& e) {
       std::printf("| %lld | failed: %s |\n", static_cast<long long>(capacity), e.what());
     }
