@@ -208,7 +208,7 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
     g.device = kGpu;
     ReplayMemory cpu(c), gpu(g);
     SCOPED_TRACE(::testing::Message() << "capacity " << c.capacity << ", "
-                                      << cpu.tree_level_offsets().size() << " levels");
+                                      << cpu.tree_level_offsets().size() - 1 << " levels");
     std::mt19937 rng(static_cast<uint32_t>(c.capacity));
     const auto insert_both = [&](int64_t step) {
       std::vector<float> r(static_cast<size_t>(shape.envs), static_cast<float>(step));
