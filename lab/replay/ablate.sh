@@ -10,11 +10,17 @@
 #   oldleaf  no load of the old leaf (every slot taken as sampleable)
 #   levels=N only the N lowest ancestor levels (the time of each level, from N = 1, 2, ...)
 #   steps=N  with PATCH set to variant 07's patch: only its N lowest steps
+#   atomics  the sum block adds each last occurrence's change (new leaf - old leaf) to its
+#            ancestors with one atomic add per level and skips the level-by-level recomputation;
+#            the min block skips its levels too: the floor of a sum tree whose sums do not depend
+#            on their order (integers), with the min tree's levels taken off update's path
+#   atomics+min  the same, but the min block keeps its levels
 # PATCH: a patch (lab/apply_patch.py) applied to every build, A included, before its ablation;
 # a dropped variant's patch comes back from git, e.g.
 #   git show baa0c87:lab/replay/07-update-lines-one-barrier-per-level.patch >lab/replay/07.patch
 # (left untracked, so that the device tool carries it).
 # BATCH: the batch of every timed run (bench_replay --batch; 128 unless set).
+# CAP: one capacity or several, separated by spaces (each build is timed at each).
 # Usage: CAP=10000000 OUT=dir [PATCH=file] [BATCH=n] lab/replay/ablate.sh [ablation ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -88,6 +94,31 @@ a = "    if (k > leaf_level) break;  // the same in every thread\n"
 assert s.count(a) == 1
 open(p, "w").write(s.replace(a, "    if (k > leaf_level || k > %d) break;\n" % n))
 PY
+    atomics|atomics+min) python3 - "$file" "$name" <<'PY' ;;
+import sys
+p, name = sys.argv[1], sys.argv[2]; s = open(p).read()
+def once(a, b):
+    global s
+    assert s.count(a) == 1, a
+    s = s.replace(a, b)
+once("  double new_leaf = 0.0;", "  double new_leaf = 0.0, old_kept = 0.0;")
+once("const double old_leaf = v.sum[leaf0 + (idx_ok ? idx : 0)];",
+     "const double old_leaf = v.sum[leaf0 + (idx_ok ? idx : 0)]; old_kept = old_leaf;")
+once("    if (last && new_leaf > 0.0) set_leaf(v, my_index, new_leaf);\n",
+     "    if (last && new_leaf > 0.0) set_leaf(v, my_index, new_leaf);\n"
+     "    if (!mins && last && new_leaf > 0.0) {\n"
+     "      const double delta = new_leaf - old_kept;\n"
+     "#pragma unroll\n"
+     "      for (int d = kMaxLevels - 2; d >= 0; --d) {  // static offsets: no copy of v on the stack\n"
+     "        if (d >= leaf_level) continue;\n"
+     "        atomicAdd(&v.sum[v.tree.offset[d] + (my_index >> (kFanoutBits * (leaf_level - d)))], delta);\n"
+     "      }\n"
+     "    }\n")
+once("    update_ancestors<false>(v, tree, batch, indices, staged_index, use_staged);", "    (void)tree;")
+if name == "atomics":
+    once("    update_ancestors<true>(v, tree, batch, indices, staged_index, use_staged);", "    (void)tree;")
+open(p, "w").write(s)
+PY
     *) echo "unknown ablation $name"; return 1 ;;
   esac
 }
@@ -98,6 +129,8 @@ for name in A "${ablations[@]}" A; do
   if ! ninja -C "$work/obj" bench_replay >"$OUT/ablate-build-$name.log" 2>&1; then
     echo "$name: build failed" | tee -a "$OUT/ablate.txt"; continue
   fi
-  row=$(timeout 120 "$work/obj/bench/bench_replay" --batch "$BATCH" "$CAP" 2>&1 | grep -E "^\| *$CAP " | head -1)
-  echo "$name $row" | tee -a "$OUT/ablate.txt"
+  for cap in $CAP; do
+    row=$(timeout 120 "$work/obj/bench/bench_replay" --batch "$BATCH" "$cap" 2>&1 | grep -E "^\| *$cap " | head -1)
+    echo "$name $row" | tee -a "$OUT/ablate.txt"
+  done
 done
