@@ -34,6 +34,23 @@ bool bit_equal(const Tensor& a, const Tensor& b) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
 }
 
+// Weights compared bit for bit; a mismatch names the first position that differs, with both values
+// and how many differ.
+::testing::AssertionResult weights_equal(const Tensor& want, const Tensor& got) {
+  const std::vector<float> x = want.to_vector<float>(), y = got.to_vector<float>();
+  if (x.size() != y.size()) return ::testing::AssertionFailure() << "weight counts differ";
+  size_t differ = 0, first = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::memcmp(&x[i], &y[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+  }
+  if (differ == 0) return ::testing::AssertionSuccess();
+  char text[160];
+  std::snprintf(text, sizeof(text), "%zu of %zu weights differ; first at %zu: CPU %.9g, GPU %.9g",
+                differ, x.size(), first, static_cast<double>(x[first]),
+                static_cast<double>(y[first]));
+  return ::testing::AssertionFailure() << text;
+}
+
 bool batches_equal(const ReplayBatch& a, const ReplayBatch& b, DType obs_dtype) {
   const bool obs =
       obs_dtype == DType::u8
@@ -279,6 +296,111 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
   }
 }
 
+// The min tree against the CPU's full recomputation where a wrong step would show: the unique
+// global minimum raised (every ancestor up to the top changes), raised with its siblings lowered in
+// the same batch, a tie for the minimum in two distant subtrees raised one by one (the minimum
+// stays, then moves), a mass lowered past the minimum and raised back, unsorted batches (the hash
+// table's path), and whole leaf rows of the same mass raised together. Every other step a sample
+// (indices and weights, which use the smallest leaf) is compared too.
+TEST(GpuReplay, MinTreeFollowsRaisedAndLoweredMinimums) {
+  REDLINE_REQUIRE_GPU();
+  FilledTwins t(100, 700, 5, 9);  // 70,000 slots: three stored levels above the leaves
+  const int64_t capacity = 70000;
+  const std::vector<int64_t> offsets = t.cpu.tree_level_offsets();
+  const int64_t leaf0 = offsets[offsets.size() - 2];
+  std::vector<int64_t> sampleable;
+  {
+    const std::vector<double> sum = t.cpu.sum_tree_host();
+    for (int64_t i = 0; i < capacity; ++i) {
+      if (sum[static_cast<size_t>(leaf0 + i)] > 0.0) sampleable.push_back(i);
+    }
+  }
+  ASSERT_GT(sampleable.size(), 60000u);
+  int step = 0;
+  const auto update_both = [&](const std::vector<int64_t>& idx, const std::vector<float>& p) {
+    const auto b = static_cast<int64_t>(idx.size());
+    t.cpu.update_priorities(Tensor::from_host(idx, {b}), Tensor::from_host(p, {b}));
+    t.gpu.update_priorities(Tensor::from_host(idx, {b}, kGpu), Tensor::from_host(p, {b}, kGpu));
+    ++step;
+    // Every other step a sample comes first: its flush block brings the min tree up to date and
+    // its weights use the smallest leaf that block publishes; the other steps leave the flush to
+    // min_tree_host.
+    if (step % 2 == 0) {
+      const ReplaySample want = t.cpu.sample(128, 0.5);
+      const ReplaySample got = t.gpu.sample(128, 0.5);
+      EXPECT_TRUE(bit_equal<int64_t>(want.indices, got.indices)) << "indices differ at step "
+                                                                 << step;
+      EXPECT_TRUE(weights_equal(want.weights, got.weights)) << "at step " << step;
+    }
+    EXPECT_TRUE(t.cpu.min_tree_host() == t.gpu.min_tree_host()) << "min trees differ at step "
+                                                                 << step;
+    EXPECT_TRUE(t.cpu.sum_tree_host() == t.gpu.sum_tree_host()) << "sum trees differ at step "
+                                                                 << step;
+  };
+  // Every sampleable slot gets a distinct priority in [1, 2), in staged batches of 512.
+  std::mt19937 rng(11);
+  std::vector<int64_t> order = sampleable;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<float> priority(static_cast<size_t>(capacity), 0.0f);
+  for (size_t k = 0; k < order.size(); ++k) {
+    priority[static_cast<size_t>(order[k])] =
+        1.0f + static_cast<float>(k) / static_cast<float>(order.size());
+  }
+  for (size_t first = 0; first < sampleable.size(); first += 512) {
+    const size_t n = std::min<size_t>(512, sampleable.size() - first);
+    std::vector<int64_t> idx(sampleable.begin() + static_cast<std::ptrdiff_t>(first),
+                             sampleable.begin() + static_cast<std::ptrdiff_t>(first + n));
+    std::vector<float> p;
+    for (const int64_t i : idx) p.push_back(priority[static_cast<size_t>(i)]);
+    update_both(idx, p);
+  }
+  const int64_t lowest = order.front();  // priority 1: the unique global minimum
+  // 1. The global minimum raised: every level up to the top changes.
+  update_both({lowest}, {3.0f});
+  // 2. The new global minimum raised while two of its siblings fall (in the same batch, sorted)
+  //    and a slot in a distant subtree falls too.
+  const int64_t second = order[1];
+  std::vector<int64_t> idx;
+  std::vector<float> p;
+  for (const int64_t i : sampleable) {
+    if (i / replay::kFanout == second / replay::kFanout && i != second && idx.size() < 2) {
+      idx.push_back(i);
+      p.push_back(0.9f - 0.1f * static_cast<float>(idx.size()));
+    }
+  }
+  idx.push_back(second);
+  p.push_back(4.0f);
+  idx.push_back(sampleable[(std::find(sampleable.begin(), sampleable.end(), second) -
+                            sampleable.begin() + 30000) %
+                           static_cast<std::ptrdiff_t>(sampleable.size())]);
+  p.push_back(0.75f);
+  update_both(idx, p);
+  // 3. A tie for the minimum in two distant subtrees: raising one leaves the minimum, raising the
+  //    other moves it.
+  const int64_t a = sampleable[10], b = sampleable[sampleable.size() - 10];
+  update_both({b, a}, {0.5f, 0.5f});  // unsorted: the hash table's path
+  update_both({a}, {5.0f});
+  update_both({b}, {5.0f});
+  // 4. A mass lowered far below the minimum, then raised back above it, with duplicates.
+  const int64_t c = sampleable[sampleable.size() / 2];
+  update_both({c, c}, {0.1f, 0.01f});
+  update_both({c, a, c}, {0.2f, 7.0f, 6.0f});
+  // 5. Whole rows of slots set to one mass (ties across every level), then raised in runs of 64
+  //    with every fourth one lowered instead.
+  std::vector<int64_t> run(sampleable.begin(), sampleable.begin() + 512);
+  update_both(run, std::vector<float>(512, 0.3f));
+  for (size_t first = 0; first < run.size(); first += 64) {
+    std::vector<int64_t> part(run.begin() + static_cast<std::ptrdiff_t>(first),
+                              run.begin() + static_cast<std::ptrdiff_t>(first + 64));
+    std::vector<float> q(64, 2.5f);
+    for (size_t k = 0; k < q.size(); k += 4) q[k] = 0.05f + 0.001f * static_cast<float>(first + k);
+    update_both(part, q);
+  }
+  t.gpu.check_errors();
+  testing::expect_tree_invariants(t.gpu.sum_tree_host(), t.gpu.min_tree_host(),
+                                  t.gpu.tree_level_offsets(), capacity);
+}
+
 TEST(GpuReplay, CapturedStepReplaysLikeEagerCpu) {
   REDLINE_REQUIRE_GPU();
   ReplayConfig c;
@@ -397,10 +519,14 @@ TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
     const ReplaySample want = cpu.sample(batch_of(r), 0.4);
     cpu.update_priorities(want.indices, cpu_p[static_cast<size_t>(r)]);
   }
-  const ReplaySample last_cpu = cpu.sample(128, 0.4);
+  // The GPU's beta is a float tensor, so the CPU takes the same float (0.4 as a double would give
+  // other weights).
+  const ReplaySample last_cpu = cpu.sample(128, Tensor::full({1}, 0.4, DType::f32));
   gpu.sample_into(128, beta, smp[0]);
   EXPECT_EQ(last_cpu.indices.to_vector<int64_t>(), smp[0].indices.to_vector<int64_t>());
+  EXPECT_TRUE(weights_equal(last_cpu.weights, smp[0].weights));
   EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
+  EXPECT_EQ(cpu.min_tree_host(), gpu.min_tree_host());
 }
 
 // Samples enqueued back to back, nothing between them (eager, then captured), each draw afresh: a
