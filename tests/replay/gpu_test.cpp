@@ -328,14 +328,14 @@ TEST(GpuReplay, MinTreeFollowsRaisedAndLoweredMinimums) {
     if (step % 2 == 0) {
       const ReplaySample want = t.cpu.sample(128, 0.5);
       const ReplaySample got = t.gpu.sample(128, 0.5);
-      EXPECT_TRUE(bit_equal<int64_t>(want.indices, got.indices)) << "indices differ at step "
-                                                                 << step;
+      EXPECT_TRUE(bit_equal<int64_t>(want.indices, got.indices))
+          << "indices differ at step " << step;
       EXPECT_TRUE(weights_equal(want.weights, got.weights)) << "at step " << step;
     }
-    EXPECT_TRUE(t.cpu.min_tree_host() == t.gpu.min_tree_host()) << "min trees differ at step "
-                                                                 << step;
-    EXPECT_TRUE(t.cpu.sum_tree_host() == t.gpu.sum_tree_host()) << "sum trees differ at step "
-                                                                 << step;
+    EXPECT_TRUE(t.cpu.min_tree_host() == t.gpu.min_tree_host())
+        << "min trees differ at step " << step;
+    EXPECT_TRUE(t.cpu.sum_tree_host() == t.gpu.sum_tree_host())
+        << "sum trees differ at step " << step;
   };
   // Every sampleable slot gets a distinct priority in [1, 2), in staged batches of 512.
   std::mt19937 rng(11);
