@@ -322,9 +322,8 @@ TEST(GpuReplay, MinTreeFollowsRaisedAndLoweredMinimums) {
     t.cpu.update_priorities(Tensor::from_host(idx, {b}), Tensor::from_host(p, {b}));
     t.gpu.update_priorities(Tensor::from_host(idx, {b}, kGpu), Tensor::from_host(p, {b}, kGpu));
     ++step;
-    // Every other step a sample comes first: its flush block brings the min tree up to date and
-    // its weights use the smallest leaf that block publishes; the other steps leave the flush to
-    // min_tree_host.
+    // Every other step a sample comes first: its weights read the smallest leaf from the min tree
+    // that the update has just changed.
     if (step % 2 == 0) {
       const ReplaySample want = t.cpu.sample(128, 0.5);
       const ReplaySample got = t.gpu.sample(128, 0.5);
