@@ -16,6 +16,11 @@
 #            on their order (masses on a common grid, branch replay-grid), with the min tree's levels
 #            taken off update's path
 #   atomics-min  the same, but the min block keeps its levels
+#   l2leaves the draws' loads of leaves (the last step's grandchildren) and the slots they return
+#            wrap into the first 2^21 leaves (16 MiB), which stay in L2, so update's leaf traffic
+#            stays there too: what leaves resident in L2 would give at capacities whose leaves do
+#            not fit
+#   atomics-l2leaves  both of the above
 # PATCH: a patch (lab/apply_patch.py) applied to every build, A included, before its ablation;
 # a dropped variant's patch comes back from git, e.g.
 #   git show baa0c87:lab/replay/07-update-lines-one-barrier-per-level.patch >lab/replay/07.patch
@@ -120,6 +125,21 @@ if name == "atomics":
     once("    update_ancestors<true>(v, tree, batch, indices, staged_index, use_staged);", "    (void)tree;")
 open(p, "w").write(s)
 PY
+    l2leaves) python3 - "$file" <<'PY' ;;
+import sys
+p = sys.argv[1]; s = open(p).read()
+a = "  const double* at = v.sum + start + (first + h) * kFanout + j;"
+assert s.count(a) == 1
+# The leaf level's loads wrapped into its first 2^21 leaves (16 MiB), which stay in L2.
+b = ("  const int64_t row0 = (first + h) * kFanout;\n"
+     "  const double* at = v.sum + start + (d + 3 == v.tree.levels ? (row0 & ((int64_t{1} << 21) - 1)) : row0) + j;")
+s = s.replace(a, b)
+# The returned slots wrap too, so that update's leaf traffic stays in the same 16 MiB.
+a = "      indices[i] = node;"
+assert s.count(a) == 1
+open(p, "w").write(s.replace(a, "      indices[i] = node & ((int64_t{1} << 21) - 1);"))
+PY
+    atomics-l2leaves) edit "$file" atomics && edit "$file" l2leaves ;;
     *) echo "unknown ablation $name"; return 1 ;;
   esac
 }
