@@ -9,8 +9,11 @@
 //   eager: the host launches each sample and update (two kernels per operation).
 //   graph: kOps operations captured once in a StepGraph and replayed (what a captured training
 //          step does); "+gather" adds the (128, 4, 10, 10) batch with n-step returns; "sample"
-//          and "update" are each kernel alone, captured the same way. "L2 kept": bytes of the
-//          min tree's inner levels that update marks persisting in L2 (ReplayStats::l2_kept).
+//          and "update" are each kernel alone, captured the same way; update alone writes the
+//          same indices each time, with the 16 priority sets in turn, so that every update changes
+//          its leaves (rewriting the values already there would let a kernel that skips unchanged
+//          leaves do no tree work). "L2 kept": bytes of the min tree's inner levels that update
+//          marks persisting in L2 (ReplayStats::l2_kept).
 // Without a GPU it runs the CPU memory at the same sizes, so the program always prints a table.
 //
 // With `--atari`, observations are the seed's Atari stacks instead: (4, 84, 84) u8 with frame_stack
@@ -192,7 +195,7 @@ Row run(Device dev, int64_t capacity, bool atari, const std::string& save_dir) {
     for (int i = 0; i < kOps; ++i) m.sample_into(bench_batch, beta, smp);
   };
   const auto updates = [&] {
-    for (int i = 0; i < kOps; ++i) m.update_priorities(smp.indices, pri);
+    for (int i = 0; i < kOps; ++i) m.update_priorities(smp.indices, pris[i % pris.size()]);
   };
   row.eager_us = time_ms(dev, ops) * 1000.0 / kOps;
   StepGraph g1(dev), g2(dev), g3(dev), g4(dev);
