@@ -21,6 +21,7 @@
 #            stays there too: what leaves resident in L2 would give at capacities whose leaves do
 #            not fit
 #   atomics-l2leaves  both of the above
+#   file=PATH  the kernel replaced by PATH (relative to the tree's root): an edited copy
 # PATCH: a patch (lab/apply_patch.py) applied to every build, A included, before its ablation;
 # a dropped variant's patch comes back from git, e.g.
 #   git show baa0c87:lab/replay/07-update-lines-one-barrier-per-level.patch >lab/replay/07.patch
@@ -140,6 +141,7 @@ assert s.count(a) == 1
 open(p, "w").write(s.replace(a, "      indices[i] = node & ((int64_t{1} << 21) - 1);"))
 PY
     atomics-l2leaves) edit "$file" atomics && edit "$file" l2leaves ;;
+    file=*) cp "$root/${name#file=}" "$file" ;;
     *) echo "unknown ablation $name"; return 1 ;;
   esac
 }
@@ -147,7 +149,7 @@ PY
 for name in A "${ablations[@]}" A; do
   cp "$work/kernel.orig" "$kernel"
   if ! edit "$kernel" "$name"; then echo "$name: edit failed" | tee -a "$OUT/ablate.txt"; continue; fi
-  if ! ninja -C "$work/obj" bench_replay >"$OUT/ablate-build-$name.log" 2>&1; then
+  if ! ninja -C "$work/obj" bench_replay >"$OUT/ablate-build-${name//[^A-Za-z0-9.-]/_}.log" 2>&1; then
     echo "$name: build failed" | tee -a "$OUT/ablate.txt"; continue
   fi
   for cap in $CAP; do
