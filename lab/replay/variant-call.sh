@@ -21,11 +21,12 @@ build() {  # tree, build dir, log name, targets...
     -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUT/$log-configure.log" 2>&1 &&
     ninja -C "$dir" -j6 "$@" >"$OUT/$log-build.log" 2>&1
 }
-build "$root" "$root/build/main-lab" main bench_replay & pids=($!)
+build "$root" "$root/build/main-lab" main bench_replay & pids=($!) names=(main)
 for t in $VARIANTS; do
   build "$root/$t" "$root/$t/build-lab" "$(basename "$t")" test_replay bench_replay & pids+=($!)
+  names+=("$(basename "$t")")
 done
-for p in "${pids[@]}"; do wait "$p"; say "build $p: exit $?"; done
+for k in "${!pids[@]}"; do wait "${pids[$k]}"; say "build ${names[$k]}: exit $?"; done
 for t in $VARIANTS; do
   n=$(basename "$t")
   if [[ -x "$root/$t/build-lab/tests/test_replay" ]]; then
