@@ -19,7 +19,8 @@
 #   l2leaves the draws' loads of leaves (the last step's grandchildren) and the slots they return
 #            wrap into the first 2^21 leaves (16 MiB), which stay in L2, so update's leaf traffic
 #            stays there too: what leaves resident in L2 would give at capacities whose leaves do
-#            not fit
+#            not fit. Read its sample column only: the wrapped slots are no longer sorted, so its
+#            update takes the hash table's path (0.7 µs more at 1e7, bench/RESULTS.md)
 #   atomics-l2leaves  both of the above
 #   file=PATH  the kernel replaced by PATH (relative to the tree's root): an edited copy
 # PATCH: a patch (lab/apply_patch.py) applied to every build, A included, before its ablation;
