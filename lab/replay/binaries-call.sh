@@ -5,7 +5,8 @@
 # spends its time on tests and timing only. Order: the GPU replay tests of every build but the
 # first (TESTS; TESTED names the folders to test instead, for timed-only builds), then bench_replay
 # of each build, the peer, each build in reverse, the peer.
-# Output: $OUT/binaries.txt and the logs beside it.
+# Output: $OUT/binaries.txt, and every log in $OUT/logs.tgz (the device tool returns only a few
+# files from $OUT).
 # Usage: BINS="out/bin/main out/bin/v12" OUT=dir [TESTS=gtest-filter] [TESTED="out/bin/v12"]
 #        lab/replay/binaries-call.sh
 set -uo pipefail
@@ -24,6 +25,7 @@ for b in "${builds[@]}"; do
     say "$(basename "$b"): the carried binaries do not run here:"
     head -5 "$OUT/$(basename "$b")-run.log" | tee -a "$report"
     ldd "$b/test_replay" | grep -i "not found" | tee -a "$report"
+    (cd "$OUT" && tar -czf logs.tgz -- *.log && rm -f -- *.log)
     exit 1
   fi
 done
@@ -49,3 +51,4 @@ peer 1
 for ((k = ${#builds[@]} - 1; k >= 0; --k)); do bench "${builds[$k]}" 2; done
 peer 2
 say "end $(date -u +%FT%TZ)"
+(cd "$OUT" && tar -czf logs.tgz -- *.log && rm -f -- *.log)
