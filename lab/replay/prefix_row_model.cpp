@@ -8,8 +8,8 @@
 //   g++ -std=c++20 -O2 -ffp-contract=off -Isrc -Iinclude lab/replay/prefix_row_model.cpp -o /tmp/m
 //   /tmp/m          # prints the rows compared and how many differ; exit 1 if any
 //   /tmp/m mutate   # the same with a mutated step: should report most rows differing
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
