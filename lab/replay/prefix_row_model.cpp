@@ -66,7 +66,7 @@ void model_row(const double* c, double* stored, bool mutate) {
   for (int l = 0; l < kLanes; ++l)
     for (int i = 0; i < kShare; ++i) {
       const int j = kShare * l + i;
-      stored[j] = redline::rl::replay::stored_prefix(c[j], p[l][i]);
+      stored[j] = redline::rl::replay::stored_prefix(c[j] > 0.0, p[l][i]);
     }
 }
 
@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
     }
     double want[kFanout], p[kFanout], got[kFanout];
     redline::rl::replay::tree_prefix_sums(c, p);
-    for (int j = 0; j < kFanout; ++j) want[j] = redline::rl::replay::stored_prefix(c[j], p[j]);
+    for (int j = 0; j < kFanout; ++j)
+      want[j] = redline::rl::replay::stored_prefix(c[j] > 0.0, p[j]);
     model_row(c, got, mutate);
     if (std::memcmp(want, got, sizeof(want)) != 0) ++differ;
   }
