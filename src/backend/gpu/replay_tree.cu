@@ -264,7 +264,7 @@ void launch_chained(void (*kernel)(Params...), unsigned int blocks, unsigned int
 }
 
 // ---- insert: leaves of the overwritten, history-less and completed rows, then ancestors -------
-__global__ void insert_tree_kernel(ReplayView v) {
+__global__ void __launch_bounds__(kMaxThreads) insert_tree_kernel(ReplayView v) {
   const int64_t g = *v.rows_written;
   int64_t rows[kMaxStack + 1];
   int64_t completed = -1;
@@ -764,7 +764,7 @@ void insert(const ReplayView& v, const InsertSource& src, void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   insert_copy(v, src, stream);
   const int64_t work = v.envs * (v.stack + 1);
-  insert_tree_kernel<<<1, threads_for(work, 1024), 0, s>>>(v);
+  insert_tree_kernel<<<1, threads_for(work, kMaxThreads), 0, s>>>(v);
   GPU_CHECK_LAUNCH();
 }
 
