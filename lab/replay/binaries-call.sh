@@ -7,6 +7,7 @@
 # of each build, the peer, each build in reverse, the peer.
 # Output: $OUT/binaries.txt, and every log in $OUT/logs.tgz (the device tool returns only a few
 # files from $OUT).
+# lab/replay/build-binaries.sh builds such folders from patches.
 # Usage: BINS="out/bin/main out/bin/v12" OUT=dir [TESTS=gtest-filter] [TESTED="out/bin/v12"]
 #        lab/replay/binaries-call.sh
 set -uo pipefail
@@ -20,6 +21,9 @@ report="$OUT/binaries.txt"
 say() { echo "$*" | tee -a "$report"; }
 say "binaries-call $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader)"
 read -r -a builds <<<"$BINS"
+for b in "${builds[@]}"; do  # build-binaries.sh's record of each build's commit and patches
+  [[ -f $b/SOURCE ]] && sed "s|^|$(basename "$b"): |" "$b/SOURCE" | tee -a "$report"
+done
 for b in "${builds[@]}"; do
   if ! "$b/test_replay" --gtest_list_tests >/dev/null 2>"$OUT/$(basename "$b")-run.log"; then
     say "$(basename "$b"): the carried binaries do not run here:"
