@@ -8,7 +8,7 @@
 # Output: $OUT/binaries.txt, and every log in $OUT/logs.tgz (the device tool returns only a few
 # files from $OUT).
 # lab/replay/build-binaries.sh builds such folders from patches.
-# Usage: BINS="out/bin/main out/bin/v12" OUT=dir [TESTS=gtest-filter] [TESTED="out/bin/v12"]
+# Usage: BINS="out/bin/main out/bin/va" OUT=dir [TESTS=gtest-filter] [TESTED="out/bin/va"]
 #        lab/replay/binaries-call.sh
 set -uo pipefail
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib"

@@ -6,8 +6,8 @@
 # the first rebuilds only what its patches touch. Each folder gets a SOURCE file naming the commit
 # and the patches with their checksums, which binaries-call.sh prints beside the figures.
 # Usage:
-#   lab/replay/build-binaries.sh main vp=lab/replay/v12-prefix-rows.patch \
-#     vp-noupd=lab/replay/v12-prefix-rows.patch+lab/replay/v12-timed-noupd.patch
+#   lab/replay/build-binaries.sh main va=lab/replay/va.patch \
+#     va-probe=lab/replay/va.patch+lab/replay/probe.patch
 # TREE and BUILD set the worktree and build folders (default under /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,7 +16,7 @@ commit=$(git rev-parse HEAD)
 tree=${TREE:-/tmp/redline-lab-tree}
 build=${BUILD:-/tmp/redline-lab-build}
 if [[ $# -eq 0 ]]; then
-  echo "build-binaries: name at least one build, e.g. main or vp=lab/replay/v12-prefix-rows.patch" >&2
+  echo "build-binaries: name at least one build, e.g. main or va=lab/replay/va.patch" >&2
   exit 2
 fi
 for spec in "$@"; do  # every patch must exist before anything is built
