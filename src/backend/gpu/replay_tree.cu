@@ -195,6 +195,25 @@ __device__ inline void pin_before_barrier(int64_t& value) {
 #endif
 }
 
+// Reads one word of each 64-byte line of the view, for one thread of the block, before the wait
+// for the kernel ahead. Each launch's parameters are new to every SM's constant cache, and the
+// first reads after the wait (the tree's pointers, the top's size, the level offsets) would
+// otherwise go to memory on the kernel's critical path. The words' sum is stored to shared memory
+// (never read), which keeps the reads where they are.
+__device__ inline void warm_parameters(const ReplayView& v) {
+#if REDLINE_HIP
+  (void)v;  // kernel arguments reach AMD GPUs through the scalar cache, not a per-launch bank
+#else
+  __shared__ int64_t warm_sink;
+  const auto* words = reinterpret_cast<const int64_t*>(&v);
+  int64_t x = 0;
+#pragma unroll
+  for (size_t k = 0; k < sizeof(ReplayView) / sizeof(int64_t); k += 8) x += words[k];
+  const auto at = static_cast<unsigned>(__cvta_generic_to_shared(&warm_sink));
+  asm volatile("st.volatile.shared.u64 [%0], %1;" ::"r"(at), "l"(x) : "memory");
+#endif
+}
+
 // Per launch, on the current device (a machine may mix GPU generations); the runtime answers the
 // attribute query from its cache.
 bool chained_launch_supported() {
@@ -378,6 +397,7 @@ __global__ void __launch_bounds__(kSampleThreads)
   // after it starts later still. The read bypasses L1, which may hold the line from before.
   if (threadIdx.x == 0) {
     base_offset = static_cast<uint64_t>(*static_cast<volatile const int64_t*>(v.rng_offset));
+    warm_parameters(v);
   }
   __syncthreads();
   const uint64_t first_draw = base_offset;
@@ -627,6 +647,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     block_bad_index = INT_MAX;
     block_bad_priority = INT_MAX;
     block_max_bits = 0;
+    warm_parameters(v);
   }
   __syncthreads();
   wait_for_previous_grid();  // before any global read: the indices may come from the kernel before
