@@ -441,6 +441,8 @@ __global__ void __launch_bounds__(kSampleThreads)
     min_leaf = tree_min(min_leaf,
                         __shfl_xor_sync(redline::gpu::kFullLaneMask, min_leaf, step, kDrawLanes));
   }
+  // Without a branch, so that it overlaps the total's shuffles.
+  const double min_leaf_inverse = reciprocal(min_leaf);
   const bool beta_ok = b >= 0.0 && b <= 1.0;
   const bool empty = !(total > 0.0);
   const bool active = i < batch && !empty && beta_ok;
@@ -451,48 +453,54 @@ __global__ void __launch_bounds__(kSampleThreads)
   }
   double u = active ? stratified_point(position, batch, total) : 0.0;
   int64_t node = 0;
-  // The last step's masses and choice: the chosen leaf's mass is taken from them once, at the end.
-  double last_masses = 0.0;
-  int last_chosen = 0;
   bool two = true;
-  // d is the level of `node`: the first step starts at the unstored root (level -2) and ends on a
-  // node of the top level.
+  // d is the level of `node`: the first step starts at the unstored root (level -2). The loop stops
+  // before the last choice, once this lane's mass among the leaves to choose from has arrived
+  // (`leaf_mass`: the children after a single step, or the chosen child's row of grandchildren).
+  double leaf_mass = 0.0;
 #pragma unroll 1
-  for (int d = -2; d + 1 < levels;) {
+  for (int d = -2;;) {
+    if (!two) {
+      leaf_mass = child;
+      break;
+    }
     const int k = group_choose_child(child, lane, base, &u);
     node = node * kFanout + k;
-    last_masses = child;
-    last_chosen = k;
-    if (two) {
-      // Child k's row of grandchildren: register k / kDrawGroups of group k % kDrawGroups.
-      // A select tree on the bits of k / kDrawGroups (a chain of compares became an indexed
-      // load from the stack).
-      const int want = k / kDrawGroups;
+    // Child k's row of grandchildren: register k / kDrawGroups of group k % kDrawGroups.
+    // A select tree on the bits of k / kDrawGroups (a chain of compares became an indexed
+    // load from the stack).
+    const int want = k / kDrawGroups;
 #pragma unroll
-      for (int w = 1; w < kAheadRows; w *= 2) {
+    for (int w = 1; w < kAheadRows; w *= 2) {
 #pragma unroll
-        for (int r = 0; r < kAheadRows; r += 2 * w)
-          grand[r] = (want & w) != 0 ? grand[r + w] : grand[r];
-      }
-      const double row = __shfl_sync(redline::gpu::kFullLaneMask, grand[0],
-                                     (k % kDrawGroups) * kFanout + lane, kDrawLanes);
-      last_masses = row;
-      last_chosen = group_choose_child(row, lane, base, &u);
-      node = node * kFanout + last_chosen;
-      d += 2;
-    } else {
-      d += 1;
+      for (int r = 0; r < kAheadRows; r += 2 * w)
+        grand[r] = (want & w) != 0 ? grand[r + w] : grand[r];
     }
-    if (d + 1 < levels) {
-      two = d + 2 < levels;
-      if (active) load_step(v, d, node, two, lane, group, &child, grand);
+    const double row = __shfl_sync(redline::gpu::kFullLaneMask, grand[0],
+                                   (k % kDrawGroups) * kFanout + lane, kDrawLanes);
+    if (d + 3 >= levels) {  // the row holds leaves
+      leaf_mass = row;
+      break;
     }
+    node = node * kFanout + group_choose_child(row, lane, base, &u);
+    d += 2;
+    two = d + 2 < levels;
+    if (active) load_step(v, d, node, two, lane, group, &child, grand);
   }
-  const double leaf = __shfl_sync(redline::gpu::kFullLaneMask, last_masses, last_chosen, kFanout);
+  // The last choice, in straight-line code with each lane's candidate weight: the weight's chain of
+  // dependent operations (a multiplication, a log and an exp, with no branch or division) overlaps
+  // the choice's scan, and the chosen lane's weight is then one shuffle away. Sample took 0.43-0.45
+  // µs less than with the weight after the choice (bench/RESULTS.md, 2026-12-07, third session).
+  // Any value where the draw is not active: its result is not used.
+  const float candidate_weight = importance_weight(v, leaf_mass, min_leaf_inverse, b);
+  const int last_chosen = group_choose_child(leaf_mass, lane, base, &u);
+  node = node * kFanout + last_chosen;
+  const float weight =
+      __shfl_sync(redline::gpu::kFullLaneMask, candidate_weight, last_chosen, kFanout);
   if (i < batch && draw_lane == 0) {
     if (active) {
       indices[i] = node;
-      weights[i] = importance_weight(v, leaf, min_leaf, b);
+      weights[i] = weight;
     } else {
       indices[i] = 0;
       weights[i] = 0.0f;

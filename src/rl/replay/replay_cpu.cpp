@@ -98,11 +98,12 @@ void sample(const ReplayView& v, int64_t batch, double beta, int64_t* indices, f
   if (!(beta >= 0.0 && beta <= 1.0)) fail(kFaultBeta, 0, beta, v.rows * v.envs);
   if (!(total > 0.0)) fail(kFaultEmpty, 0, 0.0, v.rows * v.envs);
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
+  const double min_leaf_inverse = reciprocal(min_leaf);
   for (int64_t i = 0; i < batch; ++i) {
     const double u = stratified_point(stratified_position(v, base, i), batch, total);
     const int64_t leaf = tree_descend(v.tree, v.sum, u);
     indices[i] = leaf;
-    weights[i] = importance_weight(v, v.sum[leaf0 + leaf], min_leaf, beta);
+    weights[i] = importance_weight(v, v.sum[leaf0 + leaf], min_leaf_inverse, beta);
   }
 }
 

@@ -195,16 +195,24 @@ inline constexpr double kLn2Lo = 1.90821492927058770002e-10;  // ln 2 - kLn2Hi
 inline constexpr double kInvLn2 = 1.44269504088896338700e+00;
 
 // p * 2^k for k in [-2045, 2046], in at most two exact power-of-two steps (a result outside the
-// double range rounds as one multiplication would).
+// double range rounds as one multiplication would). Selects, not branches (see weight_power).
 REDLINE_HD inline double times_power_of_two(double p, int64_t k) {
-  if (k > 1023) {
-    p = p * bits_to_double(uint64_t{2046} << 52);  // 2^1023
-    k -= 1023;
-  } else if (k < -1022) {
-    p = p * bits_to_double(uint64_t{1} << 52);  // 2^-1022
-    k += 1022;
-  }
+  const bool high = k > 1023, low = k < -1022;
+  p = p * (high  ? bits_to_double(uint64_t{2046} << 52)   // 2^1023
+           : low ? bits_to_double(uint64_t{1} << 52)      // 2^-1022
+                 : 1.0);
+  k = high ? k - 1023 : (low ? k + 1022 : k);
   return p * bits_to_double(static_cast<uint64_t>(k + 1023) << 52);
+}
+
+// 1 / x for a normal, finite x > 0, without a division or a branch (see weight_power): a seed
+// from the bits (2^-e (1 - f/2) for x = 2^e (1 + f): too large by at most 1/8), then five Newton
+// steps in fused multiply-adds, each squaring the relative error (1/8, 2^-6, 2^-12, 2^-24, 2^-48,
+// then the last step's rounding). The same bits on the CPU and every GPU.
+REDLINE_HD inline double reciprocal(double x) {
+  double r = bits_to_double((uint64_t{2046} << 52) - double_to_bits(x));
+  for (int step = 0; step < 5; ++step) r = fma_d(r, fma_d(-x, r, 1.0), r);
+  return r;
 }
 
 // e^r for |r| <= ln(2)/2 in float: the Taylor polynomial to r^7/7! (relative error about 1e-7).
@@ -219,19 +227,35 @@ REDLINE_HD inline float exp_reduced_float(float r) {
   return fma_f(q, r, 1.0f);
 }
 
-// ln x for a finite x > 0 at float precision: the exponent exact, the mantissa rounded to float
-// and taken through Philox's float logarithm (absolute error about 4e-7).
+// ln x for a finite x > 0 at float precision, without a division or a branch (see weight_power):
+// the exponent exact, and the mantissa m, rounded to float and kept in [sqrt(1/2), sqrt(2)),
+// through the atanh series of s = (m - 1) / (m + 1) to s^9, with 1 / (m + 1) from three Newton
+// steps on a linear seed (relative error 1.5e-2, 2.2e-4, 5e-8, then float rounding). Absolute
+// error about 1e-7 (ReplayMath.LogFloatPrecisionIsAccurate).
 REDLINE_HD inline double log_float_precision(double x) {
-  uint64_t bits = double_to_bits(x);
-  int e = static_cast<int>((bits >> 52) & 0x7FF);
-  if (e == 0) {  // subnormal double: scale by 2^54 into the normal range
-    bits = double_to_bits(x * 18014398509481984.0);
-    e = static_cast<int>((bits >> 52) & 0x7FF) - 54;
-  }
-  e -= 1023;
-  const auto m = static_cast<float>(
+  using philox_detail::add_rn;
+  using philox_detail::mul_rn;
+  const uint64_t raw = double_to_bits(x);
+  const uint64_t lifted = double_to_bits(x * 18014398509481984.0);  // 2^54: subnormals made normal
+  const bool subnormal = ((raw >> 52) & 0x7FF) == 0;
+  const uint64_t bits = subnormal ? lifted : raw;
+  int e = static_cast<int>((bits >> 52) & 0x7FF) - (subnormal ? 54 : 0) - 1023;
+  float m = static_cast<float>(
       bits_to_double((bits & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull));  // [1, 2]
-  return static_cast<double>(e) * (kLn2Hi + kLn2Lo) + static_cast<double>(portable_log_unit(m));
+  const bool high = m > 1.41421356f;
+  m = mul_rn(m, high ? 0.5f : 1.0f);  // exact either way
+  e += high ? 1 : 0;
+  const float d = add_rn(m, 1.0f);  // in [1.707, 2.415]
+  float r = fma_f(-0.23902f, d, 0.98508f);  // the linear seed of least relative error there
+  for (int step = 0; step < 3; ++step) r = fma_f(r, fma_f(-d, r, 1.0f), r);
+  const float s = mul_rn(add_rn(m, -1.0f), r);
+  const float s2 = mul_rn(s, s);
+  float poly = fma_f(s2, 1.0f / 9.0f, 1.0f / 7.0f);
+  poly = fma_f(s2, poly, 1.0f / 5.0f);
+  poly = fma_f(s2, poly, 1.0f / 3.0f);
+  poly = fma_f(s2, poly, 1.0f);
+  const float log_m = mul_rn(mul_rn(2.0f, s), poly);
+  return static_cast<double>(e) * (kLn2Hi + kLn2Lo) + static_cast<double>(log_m);
 }
 
 // e^t for |t| <= 745.2 at float precision: the split t = k ln 2 + r in double, e^r in float, and
@@ -246,12 +270,13 @@ REDLINE_HD inline double exp_float_precision(double t) {
 
 // ratio^y for ratio >= 1 and -1 <= y <= 0, rounded to float: an importance weight, from the float
 // precision log and exp, which is all a float result needs (relative error about 3e-7, against
-// about thirty dependent double operations for a double-precision power).
+// about thirty dependent double operations for a double-precision power). Selects, not early
+// returns: a GPU draw computes it for each candidate of its last choice in straight-line code,
+// overlapped with that choice.
 REDLINE_HD inline float weight_power(double ratio, double y) {
-  if (y == 0.0 || ratio == 1.0) return 1.0f;
   const double t = y * log_float_precision(ratio);  // in [-745.2, 0] for ratios up to 2^1024
-  if (t < -745.2) return 0.0f;
-  return static_cast<float>(exp_float_precision(t));
+  const auto w = static_cast<float>(exp_float_precision(t));
+  return y == 0.0 || ratio == 1.0 ? 1.0f : (t < -745.2 ? 0.0f : w);
 }
 
 // p^alpha for a finite priority p > 0 and alpha in [0, 1]: a leaf's mass, from the float
@@ -435,11 +460,12 @@ REDLINE_HD inline double stratified_point(double position, int64_t batch, double
   return position * slice;
 }
 
-// Importance weight of a leaf, normalized by the largest weight: (leaf / min_leaf)^-beta.
-REDLINE_HD inline float importance_weight(const ReplayView& v, double leaf, double min_leaf,
+// Importance weight of a leaf, normalized by the largest weight: (leaf / min_leaf)^-beta, given
+// reciprocal(min_leaf), which a GPU draw makes early, off its path.
+REDLINE_HD inline float importance_weight(const ReplayView& v, double leaf, double min_leaf_inverse,
                                           double beta) {
-  if (!v.prioritized) return 1.0f;
-  return weight_power(leaf / min_leaf, -beta);
+  const float w = weight_power(leaf * min_leaf_inverse, -beta);
+  return v.prioritized ? w : 1.0f;
 }
 
 }  // namespace redline::rl::replay
