@@ -198,9 +198,9 @@ inline constexpr double kInvLn2 = 1.44269504088896338700e+00;
 // double range rounds as one multiplication would). Selects, not branches (see weight_power).
 REDLINE_HD inline double times_power_of_two(double p, int64_t k) {
   const bool high = k > 1023, low = k < -1022;
-  p = p * (high  ? bits_to_double(uint64_t{2046} << 52)   // 2^1023
-           : low ? bits_to_double(uint64_t{1} << 52)      // 2^-1022
-                 : 1.0);
+  const double two_to_1023 = bits_to_double(uint64_t{2046} << 52);
+  const double two_to_minus_1022 = bits_to_double(uint64_t{1} << 52);
+  p = p * (high ? two_to_1023 : (low ? two_to_minus_1022 : 1.0));
   k = high ? k - 1023 : (low ? k + 1022 : k);
   return p * bits_to_double(static_cast<uint64_t>(k + 1023) << 52);
 }
@@ -245,7 +245,7 @@ REDLINE_HD inline double log_float_precision(double x) {
   const bool high = m > 1.41421356f;
   m = mul_rn(m, high ? 0.5f : 1.0f);  // exact either way
   e += high ? 1 : 0;
-  const float d = add_rn(m, 1.0f);  // in [1.707, 2.415]
+  const float d = add_rn(m, 1.0f);          // in [1.707, 2.415]
   float r = fma_f(-0.23902f, d, 0.98508f);  // the linear seed of least relative error there
   for (int step = 0; step < 3; ++step) r = fma_f(r, fma_f(-d, r, 1.0f), r);
   const float s = mul_rn(add_rn(m, -1.0f), r);
