@@ -73,6 +73,18 @@ REDLINE_HD inline double u32x2_to_unit_double(uint32_t a, uint32_t b) {
   return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
+// ln m for m in [sqrt(1/2), sqrt(2)), given s = (m - 1) / (m + 1): the atanh series
+// 2 (s + s^3/3 + s^5/5 + s^7/7 + s^9/9), deterministic across devices.
+REDLINE_HD inline float log_from_atanh_ratio(float s) {
+  using namespace philox_detail;
+  const float s2 = mul_rn(s, s);
+  float poly = fma_f(s2, 1.0f / 9.0f, 1.0f / 7.0f);
+  poly = fma_f(s2, poly, 1.0f / 5.0f);
+  poly = fma_f(s2, poly, 1.0f / 3.0f);
+  poly = fma_f(s2, poly, 1.0f);
+  return mul_rn(mul_rn(2.0f, s), poly);
+}
+
 // Natural logarithm of a positive normal float x (Philox uses it on (0, 1]), deterministic across
 // devices (max error about 2 ulp).
 REDLINE_HD inline float portable_log_unit(float x) {
@@ -92,14 +104,7 @@ REDLINE_HD inline float portable_log_unit(float x) {
     m = mul_rn(m, 0.5f);
     exponent += 1;
   }
-  const float s = add_rn(m, -1.0f) / add_rn(m, 1.0f);
-  const float s2 = mul_rn(s, s);
-  // atanh series: log(m) = 2 (s + s^3/3 + s^5/5 + s^7/7 + s^9/9)
-  float poly = fma_f(s2, 1.0f / 9.0f, 1.0f / 7.0f);
-  poly = fma_f(s2, poly, 1.0f / 5.0f);
-  poly = fma_f(s2, poly, 1.0f / 3.0f);
-  poly = fma_f(s2, poly, 1.0f);
-  const float log_m = mul_rn(mul_rn(2.0f, s), poly);
+  const float log_m = log_from_atanh_ratio(add_rn(m, -1.0f) / add_rn(m, 1.0f));
   return fma_f(static_cast<float>(exponent), 0.69314718f, log_m);
 }
 

@@ -248,13 +248,7 @@ REDLINE_HD inline double log_float_precision(double x) {
   const float d = add_rn(m, 1.0f);          // in [1.707, 2.415]
   float r = fma_f(-0.23902f, d, 0.98508f);  // the linear seed of least relative error there
   for (int step = 0; step < 3; ++step) r = fma_f(r, fma_f(-d, r, 1.0f), r);
-  const float s = mul_rn(add_rn(m, -1.0f), r);
-  const float s2 = mul_rn(s, s);
-  float poly = fma_f(s2, 1.0f / 9.0f, 1.0f / 7.0f);
-  poly = fma_f(s2, poly, 1.0f / 5.0f);
-  poly = fma_f(s2, poly, 1.0f / 3.0f);
-  poly = fma_f(s2, poly, 1.0f);
-  const float log_m = mul_rn(mul_rn(2.0f, s), poly);
+  const float log_m = log_from_atanh_ratio(mul_rn(add_rn(m, -1.0f), r));
   return static_cast<double>(e) * (kLn2Hi + kLn2Lo) + static_cast<double>(log_m);
 }
 
