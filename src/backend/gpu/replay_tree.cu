@@ -132,36 +132,35 @@ __device__ inline void combine_run(const double* sum_in, const double* min_in, d
 // this lane's share of them (kFanout / kUpdateLanes consecutive children) starts at src, each lane
 // combines its quarters pairwise, and butterfly steps across the group's lanes give every lane the
 // parent, in tree_combine's order (IEEE addition commutes exactly). Every lane of the warp must
-// call it; inactive groups read nothing. With kMins and `leaves`, src points at sum leaves and
+// call it; inactive groups read a node's children too (src must be valid; their result is not
+// used), so that no branch stands between a level's loads and its combine. With kMins and
+// `leaves`, src points at sum leaves and
 // their mins are derived (a leaf's min is its mass where positive, else +inf): the sum leaves are
 // the lines that sample has just read, while the min leaves would come from memory at 1e7 leaves.
 template <bool kMins>
-__device__ inline double group_combine(const double* src, bool active, bool leaves) {
+__device__ inline double group_combine(const double* src, bool leaves) {
   constexpr int kQuarters = kFanout / 4 / kUpdateLanes;  // per lane
   static_assert(kQuarters >= 1 && (kQuarters & (kQuarters - 1)) == 0, "whole quarters per lane");
-  double x = 0.0;
-  if (active) {
-    const auto* c2 = reinterpret_cast<const double2*>(src);
-    double share[kQuarters];
+  const auto* c2 = reinterpret_cast<const double2*>(src);
+  double share[kQuarters];
 #pragma unroll
-    for (int q = 0; q < kQuarters; ++q) {
-      const double2 lo = c2[2 * q], hi = c2[2 * q + 1];
-      double quarter[4] = {lo.x, lo.y, hi.x, hi.y};
-      if (kMins && leaves) {
+  for (int q = 0; q < kQuarters; ++q) {
+    const double2 lo = c2[2 * q], hi = c2[2 * q + 1];
+    double quarter[4] = {lo.x, lo.y, hi.x, hi.y};
+    if (kMins) {  // a select per child, not a branch on `leaves` between the loads and the combine
 #pragma unroll
-        for (int k = 0; k < 4; ++k) quarter[k] = tree_leaf_min(quarter[k]);
-      }
-      share[q] = kMins ? tree_quarter_min(quarter) : tree_quarter_sum(quarter);
+      for (int k = 0; k < 4; ++k) quarter[k] = leaves ? tree_leaf_min(quarter[k]) : quarter[k];
     }
-#pragma unroll
-    for (int w = 1; w < kQuarters; w *= 2) {
-#pragma unroll
-      for (int q = 0; q < kQuarters; q += 2 * w) {
-        share[q] = kMins ? tree_min(share[q], share[q + w]) : share[q] + share[q + w];
-      }
-    }
-    x = share[0];
+    share[q] = kMins ? tree_quarter_min(quarter) : tree_quarter_sum(quarter);
   }
+#pragma unroll
+  for (int w = 1; w < kQuarters; w *= 2) {
+#pragma unroll
+    for (int q = 0; q < kQuarters; q += 2 * w) {
+      share[q] = kMins ? tree_min(share[q], share[q + w]) : share[q] + share[q + w];
+    }
+  }
+  double x = share[0];
 #pragma unroll
   for (int step = 1; step < kUpdateLanes; step *= 2) {
     const double other = __shfl_xor_sync(redline::gpu::kFullLaneMask, x, step, kUpdateLanes);
@@ -602,8 +601,7 @@ __device__ inline void update_ancestors(const ReplayView& v, double* tree, int64
     for (int d = kMaxLevels - 2; d >= 0; --d) {
       if (d >= leaf_level) continue;  // the same in every thread
       const bool leaves = d + 1 == leaf_level;
-      const double x =
-          group_combine<kMins>((kMins && leaves ? v.sum : tree) + child, active, leaves);
+      const double x = group_combine<kMins>((kMins && leaves ? v.sum : tree) + child, leaves);
       const int64_t at = v.tree.offset[d] + node;
       node >>= kFanoutBits;
       child = v.tree.offset[d] + node * kFanout + kShare * lane;
