@@ -95,7 +95,7 @@ __device__ void report_fault(DeviceFault* fault, int32_t code, int32_t position,
 __device__ void set_leaf(const ReplayView& v, int64_t slot, double value) {
   const int64_t at = v.tree.offset[v.tree.levels - 1] + slot;
   v.sum[at] = value;
-  v.min[at] = tree_leaf_min(value);
+  if (v.tree.levels == 1) v.min[at] = tree_leaf_min(value);  // see tree_min_nodes
 }
 
 int threads_for(int64_t work, int most) {
@@ -134,9 +134,8 @@ __device__ inline void combine_run(const double* sum_in, const double* min_in, d
 // parent, in tree_combine's order (IEEE addition commutes exactly). Every lane of the warp must
 // call it; inactive groups read a node's children too (src must be valid; their result is not
 // used), so that no branch stands between a level's loads and its combine. With kMins and
-// `leaves`, src points at sum leaves and
-// their mins are derived (a leaf's min is its mass where positive, else +inf): the sum leaves are
-// the lines that sample has just read, while the min leaves would come from memory at 1e7 leaves.
+// `leaves`, src points at sum leaves and their mins are derived (a leaf's min is its mass where
+// positive, else +inf): the min tree stores no leaves.
 template <bool kMins>
 __device__ inline double group_combine(const double* src, bool leaves) {
   constexpr int kQuarters = kFanout / 4 / kUpdateLanes;  // per lane
@@ -352,6 +351,9 @@ __device__ inline void load_top(const ReplayView& v, int j, int h, int draw_lane
   const int first = draw_lane * kTopPerLane;  // the run lies wholly inside or past the top
   double s[kTopPerLane], m[kTopPerLane];
   if (first < top) {
+    // The min tree stores the top level's mins even where the top level is the leaves
+    // (tree_min_nodes): deriving them here from the masses made sample 0.12-0.24 µs slower
+    // (bench/RESULTS.md, 2026-12-07, fourth session).
     const auto* s2 = reinterpret_cast<const double2*>(sum + first);
     const auto* m2 = reinterpret_cast<const double2*>(v.min + v.tree.offset[0] + first);
 #pragma unroll
@@ -614,9 +616,9 @@ __device__ inline void update_ancestors(const ReplayView& v, double* tree, int64
 
 // Two blocks, one per tree, side by side on two SMs: block 0 recomputes the sum tree's ancestors,
 // block 1 the min tree's (one block doing both spent 0.6 to 1.0 µs more on the H200,
-// bench/RESULTS.md). Both write the same leaves with the same bits (set_leaf: the sum leaf and the
-// min leaf), so each block reads back its own writes and neither waits for the other; block 1
-// derives the leaves' mins from the sum leaves. An update never changes whether a leaf is
+// bench/RESULTS.md). Both write the same leaves with the same bits (set_leaf; the min tree stores
+// leaves only in a one-level tree), so each block reads back its own writes and neither waits for
+// the other; block 1 derives the leaves' mins from the sum leaves. An update never changes whether a leaf is
 // sampleable (sum leaf > 0), so reading that before or after the other block's write gives the same
 // answer. Each block has three phases, each one dependent global round trip: (1) every index
 // checked, with its new leaf value (priority^alpha, 0 marks a slot that is not sampleable) computed

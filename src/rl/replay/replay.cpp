@@ -128,8 +128,8 @@ size_t ReplayMemory::bytes_needed(const ReplayConfig& c) {
   const TreeLayout tree = replay::make_tree_layout(c.capacity);
   return slots * frame * dtype_size(c.obs_dtype) + slots * dtype_size(c.action_dtype) +
          slots * (sizeof(float) + 1) + static_cast<size_t>(c.num_envs) +
-         2 * static_cast<size_t>(tree.nodes) * sizeof(double) + 3 * sizeof(int64_t) +
-         sizeof(uint32_t);
+         static_cast<size_t>(tree.nodes + replay::tree_min_nodes(tree)) * sizeof(double) +
+         3 * sizeof(int64_t) + sizeof(uint32_t);
 }
 
 namespace {
@@ -173,18 +173,19 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   s->flags = Tensor::zeros({config.capacity}, DType::u8, dev);
   s->prev_done = Tensor::ones({config.num_envs}, DType::u8, dev);
   s->sum = Tensor::zeros({tree.nodes}, DType::i64, dev);
-  s->min = Tensor::empty({tree.nodes}, DType::i64, dev);
+  const int64_t min_nodes = replay::tree_min_nodes(tree);  // no leaves, in all but one-level trees
+  s->min = Tensor::empty({min_nodes}, DType::i64, dev);
   const double one = 1.0;
   int64_t one_bits;
   std::memcpy(&one_bits, &one, 8);
   s->counters = Tensor::from_host<int64_t>({0, one_bits}, {2}, dev);
   s->blocks_done = Tensor::zeros({1}, DType::i32, dev);
   if (dev.is_gpu()) {
-    gpu::fill(s->min.raw_data(), tree.nodes, 8, kInfBits, stream_of(dev));
+    gpu::fill(s->min.raw_data(), min_nodes, 8, kInfBits, stream_of(dev));
     s->fault = static_cast<DeviceFault*>(gpu::host_alloc_pinned(sizeof(DeviceFault)));
     *s->fault = DeviceFault{replay::kFaultNone, 0, 0.0};
   } else {
-    cpu::fill(s->min.raw_data(), tree.nodes, 8, kInfBits);
+    cpu::fill(s->min.raw_data(), min_nodes, 8, kInfBits);
   }
 
   replay::ReplayView& v = s->view;

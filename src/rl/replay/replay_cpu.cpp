@@ -27,7 +27,7 @@ void recompute_ancestors(const ReplayView& v, std::vector<int64_t> nodes) {
 void set_leaf(const ReplayView& v, int64_t slot, double value) {
   const int64_t at = v.tree.offset[v.tree.levels - 1] + slot;
   v.sum[at] = value;
-  v.min[at] = tree_leaf_min(value);
+  if (v.tree.levels == 1) v.min[at] = tree_leaf_min(value);  // see tree_min_nodes
 }
 
 [[noreturn]] void fail(int32_t code, int32_t position, double value, int64_t capacity) {

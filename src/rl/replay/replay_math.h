@@ -107,11 +107,30 @@ REDLINE_HD inline void tree_combine(const double* child_sum, const double* child
   *min_out = m[0];
 }
 
+// The min tree stores no leaves: a leaf's min is tree_leaf_min of its sum leaf, derived where it is
+// needed. Its array holds the levels above the leaves, or the whole tree where the top level is the
+// leaves (at most kTopNodes of them), so that a GPU sample loads the top's mins as they are.
+REDLINE_HD inline int64_t tree_min_nodes(const TreeLayout& t) {
+  return t.levels == 1 ? t.nodes : t.offset[t.levels - 1];
+}
+
+// tree_combine of 16 leaves, their mins derived from their masses.
+REDLINE_HD inline void tree_combine_leaves(const double* leaf_sum, double* sum_out,
+                                           double* min_out) {
+  double leaf_min[kFanout];
+  for (int k = 0; k < kFanout; ++k) leaf_min[k] = tree_leaf_min(leaf_sum[k]);
+  tree_combine(leaf_sum, leaf_min, sum_out, min_out);
+}
+
 // Recomputes node j of level d (< leaves level) from its children.
 REDLINE_HD inline void tree_recompute(const TreeLayout& t, double* sum, double* mn, int d,
                                       int64_t j) {
   const int64_t child = t.offset[d + 1] + j * kFanout;
-  tree_combine(sum + child, mn + child, sum + t.offset[d] + j, mn + t.offset[d] + j);
+  if (d + 2 == t.levels) {
+    tree_combine_leaves(sum + child, sum + t.offset[d] + j, mn + t.offset[d] + j);
+  } else {
+    tree_combine(sum + child, mn + child, sum + t.offset[d] + j, mn + t.offset[d] + j);
+  }
 }
 
 // Inclusive prefix sums of a node's 16 children in a fixed order (Hillis-Steele: at distance 1, 2,
@@ -327,7 +346,7 @@ struct ReplayView {
   uint8_t* flags = nullptr;         // (R*N,) kTerminated | kTruncated | kEpisodeStart
   uint8_t* prev_done = nullptr;     // (N,) 1 when the env's last step ended its episode
   double* sum = nullptr;            // (tree.nodes,)
-  double* min = nullptr;            // (tree.nodes,)
+  double* min = nullptr;            // (tree_min_nodes(tree),) see tree_min_nodes
   int64_t* rows_written = nullptr;  // (1,) rows inserted so far (the cursor is this mod R)
   double* max_priority = nullptr;   // (1,) running maximum priority (starts at 1)
   int64_t* rng_offset = nullptr;    // (1,) Philox block offset

@@ -147,8 +147,9 @@ class ReplayMemory {
   size_t bytes() const;
   ReplayStats stats() const;
 
-  // Test and tool access: leaf values (p^alpha, 0 when not sampleable) and whole trees on the
-  // host, (nodes,) f64 as raw doubles.
+  // Test and tool access: the trees on the host as raw doubles: the sum tree whole (nodes,), its
+  // leaves p^alpha (0 when not sampleable); the min tree's levels above the leaves (a leaf's min is
+  // its mass where positive, else +inf, and is stored only in a one-level tree).
   std::vector<double> sum_tree_host() const;
   std::vector<double> min_tree_host() const;
   std::vector<int64_t> tree_level_offsets() const;
