@@ -618,12 +618,13 @@ __device__ inline void update_ancestors(const ReplayView& v, double* tree, int64
 // block 1 the min tree's (one block doing both spent 0.6 to 1.0 µs more on the H200,
 // bench/RESULTS.md). Both write the same leaves with the same bits (set_leaf; the min tree stores
 // leaves only in a one-level tree), so each block reads back its own writes and neither waits for
-// the other; block 1 derives the leaves' mins from the sum leaves. An update never changes whether a leaf is
-// sampleable (sum leaf > 0), so reading that before or after the other block's write gives the same
-// answer. Each block has three phases, each one dependent global round trip: (1) every index
-// checked, with its new leaf value (priority^alpha, 0 marks a slot that is not sampleable) computed
-// by the thread that loaded it; (2) leaves written by the last occurrence of each index; (3)
-// ancestors, level by level. Block 0 alone reports faults and raises the running maximum.
+// the other; block 1 derives the leaves' mins from the sum leaves. An update never changes whether
+// a leaf is sampleable (sum leaf > 0), so reading that before or after the other block's write
+// gives the same answer. Each block has three phases, each one dependent global round trip: (1)
+// every index checked, with its new leaf value (priority^alpha, 0 marks a slot that is not
+// sampleable) computed by the thread that loaded it; (2) leaves written by the last occurrence of
+// each index; (3) ancestors, level by level. Block 0 alone reports faults and raises the running
+// maximum.
 //
 // Phase 1 ends in one barrier whose OR says whether any index or priority is bad, or the batch is
 // not sorted; only then are the first bad positions found (a second reduction and barrier), or the
