@@ -181,6 +181,8 @@ inline void expect_tree_invariants(const std::vector<double>& sum, const std::ve
     }
   }
   EXPECT_EQ(bad, 0) << "internal nodes that differ from their children";
+  // A one-level tree has no internal node to reach its stored leaf mins through: check them here.
+  for (int64_t node = leaf0; node < stored; ++node) min_at(node);
   for (int64_t i = leaves; i < offsets[levels] - leaf0; ++i) EXPECT_EQ(sum[leaf0 + i], 0.0);
 }
 
