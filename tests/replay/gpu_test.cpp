@@ -580,7 +580,7 @@ TEST(GpuReplay, MinTreeInnerLevelsKeptInL2) {
   ReplayMemory m(c);
   const std::vector<int64_t> offsets = m.tree_level_offsets();
   ASSERT_GE(offsets.size(), 3u);  // the leaves start at the last offset but one
-  const auto inner = static_cast<size_t>(offsets[offsets.size() - 2]) * sizeof(double);
+  const auto inner = static_cast<size_t>(offsets[offsets.size() - 2]) * sizeof(float);  // floats
   EXPECT_GT(inner, 0u);
   EXPECT_EQ(m.stats().l2_kept, persisting ? inner : 0u)
       << info.name << " " << info.arch

@@ -238,19 +238,20 @@ TEST(ReplayIo, CorruptTruncatedAndMismatchedFilesAreRefused) {
   // Not a replay file at all.
   { std::ofstream(path, std::ios::binary | std::ios::trunc) << "hello, world, this is text"; }
   expect_error([&] { b.load(path); }, "is not a redline replay file");
-  // An older format (version 2 stored the min tree's leaves): the header's version, same length.
+  // An older format (version 3 stored the min tree's nodes as doubles): the header's version, same
+  // length.
   a.save(path);
   {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
     std::string head(4096, '\0');  // the header lies in the first few hundred bytes
     f.read(head.data(), static_cast<std::streamsize>(head.size()));
-    const size_t at = head.find("\"version\":3");
+    const size_t at = head.find("\"version\":4");
     ASSERT_NE(at, std::string::npos);
     f.clear();
     f.seekp(static_cast<std::streamoff>(at + 10));
-    f.put('2');
+    f.put('3');
   }
-  expect_error([&] { b.load(path); }, "has format version 2; this redline reads version 3");
+  expect_error([&] { b.load(path); }, "has format version 3; this redline reads version 4");
   // Another configuration.
   ReplayConfig other = io_config();
   other.n_step = 3;

@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -145,7 +147,8 @@ struct Reference {
 
 // Every internal node equals the in-order sum and the min of its kFanout children, bit for bit.
 // The min tree stores no leaves (mn holds the levels above them) unless the tree is a single level:
-// a leaf's min is its mass where positive, else +inf.
+// a leaf's min is its mass rounded to the nearest float where positive, else +inf. The min tree's
+// floats come as doubles (exact).
 inline void expect_tree_invariants(const std::vector<double>& sum, const std::vector<double>& mn,
                                    const std::vector<int64_t>& offsets, int64_t leaves) {
   constexpr int kFanout = replay::kFanout;
@@ -157,7 +160,10 @@ inline void expect_tree_invariants(const std::vector<double>& sum, const std::ve
   EXPECT_LE(offsets[1] - offsets[0], replay::kTopNodes);
   if (levels > 1) EXPECT_GT(offsets[2] - offsets[1], replay::kTopNodes);
   const auto min_at = [&](int64_t node) {  // written out here, not taken from replay_math.h
-    const double derived = sum[node] > 0.0 ? sum[node] : static_cast<double>(INFINITY);
+    double derived = static_cast<double>(INFINITY);
+    if (sum[node] > 0.0) {
+      derived = static_cast<float>(sum[node]);
+    }
     if (node < leaf0) return mn[node];
     EXPECT_TRUE(node >= stored || mn[node] == derived) << "a stored leaf min differs: " << node;
     return derived;

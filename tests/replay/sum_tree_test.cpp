@@ -92,6 +92,37 @@ TEST(ReplayMath, PriorityPowerIsFloatAccurate) {
   EXPECT_NEAR(replay::priority_power(1.7e308, 0.999), std::pow(1.7e308, 0.999), 1e302);
 }
 
+// The min tree's floats: masses rounded to the nearest float (a mass is never below the smallest
+// positive float), +inf for a slot that is not sampleable. The normalizer is then the smallest mass
+// within 2^-24 relative, and the float weights absorb that: the smallest mass weighs exactly 1 and
+// no heavier one more.
+TEST(ReplayMath, LeafMinsAreMassesRoundedToFloats) {
+  EXPECT_EQ(replay::tree_leaf_min(0.1), 0.1f);  // above 0.1: rounding down would differ
+  EXPECT_EQ(replay::tree_leaf_min(1.0 / 3.0), 1.0f / 3.0f);
+  EXPECT_EQ(replay::tree_leaf_min(3.0), 3.0f);
+  EXPECT_EQ(replay::tree_leaf_min(1.5e-45), std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ(replay::tree_leaf_min(0.0), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(replay::tree_leaf_min(-2.0), std::numeric_limits<float>::infinity());
+  replay::ReplayView v;
+  v.prioritized = true;
+  std::mt19937_64 gen(11);
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0), exponent(-60.0, 60.0);
+  int64_t not_one = 0, above_one = 0, off = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double smallest = mantissa(gen) * std::exp2(std::floor(exponent(gen)));
+    const double inverse = replay::reciprocal(static_cast<double>(replay::tree_leaf_min(smallest)));
+    const double beta = i % 2 == 0 ? 1.0 : 0.4;
+    not_one += replay::importance_weight(v, smallest, inverse, beta) != 1.0f;
+    above_one += replay::importance_weight(v, smallest * (1.0 + 1e-8), inverse, beta) > 1.0f;
+    const double want = std::pow(2.0, -beta);  // twice the smallest mass
+    off +=
+        std::abs(replay::importance_weight(v, 2.0 * smallest, inverse, beta) - want) > 4e-7 * want;
+  }
+  EXPECT_EQ(not_one, 0) << "the smallest mass's weight";
+  EXPECT_EQ(above_one, 0) << "weights above 1";
+  EXPECT_EQ(off, 0) << "weights of twice the smallest mass";
+}
+
 TEST(ReplayMath, LayoutAndDescent) {
   const replay::TreeLayout t = replay::make_tree_layout(1000);
   const int leaf_level = t.levels - 1;
@@ -103,20 +134,22 @@ TEST(ReplayMath, LayoutAndDescent) {
     EXPECT_EQ(t.levels, 1);  // 1000 leaves are the top (32 rows)
     EXPECT_EQ(t.count[leaf_level], 1024);
   }
-  std::vector<double> sum(t.nodes, 0.0), mn(t.nodes, INFINITY);
+  std::vector<double> sum(t.nodes, 0.0);
+  std::vector<float> mn(t.nodes, INFINITY);
   // Mass on leaves 3 (1.0), 500 (2.0) and 999 (1.0).
   for (auto [leaf, v] : std::map<int64_t, double>{{3, 1.0}, {500, 2.0}, {999, 1.0}}) {
     sum[t.offset[leaf_level] + leaf] = v;
-    mn[t.offset[leaf_level] + leaf] = v;
+    mn[t.offset[leaf_level] + leaf] = replay::tree_leaf_min(v);
   }
   for (int d = leaf_level - 1; d >= 0; --d) {
     for (int64_t j = 0; j * replay::kFanout < t.count[d + 1]; ++j)
       replay::tree_recompute(t, sum.data(), mn.data(), d, j);
   }
-  double total = 0.0, min_leaf = 0.0;
+  double total = 0.0;
+  float min_leaf = 0.0f;
   replay::tree_top(t, sum.data(), mn.data(), &total, &min_leaf);
   EXPECT_EQ(total, 4.0);
-  EXPECT_EQ(min_leaf, 1.0);
+  EXPECT_EQ(min_leaf, 1.0f);
   EXPECT_EQ(replay::tree_descend(t, sum.data(), 0.0), 3);
   EXPECT_EQ(replay::tree_descend(t, sum.data(), 0.999), 3);
   EXPECT_EQ(replay::tree_descend(t, sum.data(), 1.0), 500);

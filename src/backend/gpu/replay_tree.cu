@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <climits>
+#include <type_traits>
 
 #include "rl/replay/replay_kernels.h"
 #include "vendor/gpu.h"
@@ -93,9 +94,7 @@ __device__ void report_fault(DeviceFault* fault, int32_t code, int32_t position,
 }
 
 __device__ void set_leaf(const ReplayView& v, int64_t slot, double value) {
-  const int64_t at = v.tree.offset[v.tree.levels - 1] + slot;
-  v.sum[at] = value;
-  if (v.tree.levels == 1) v.min[at] = tree_leaf_min(value);  // see tree_min_nodes
+  tree_set_leaf(v.tree, v.sum, v.min, slot, value);
 }
 
 int threads_for(int64_t work, int most) {
@@ -104,68 +103,90 @@ int threads_for(int64_t work, int most) {
   return t;
 }
 
-// The sum and min of n consecutive children (n a power of two, at least 4) in tree_combine's order:
+// The sum of n consecutive children (n a power of two, at least 4) in tree_combine's order:
 // quarters, then pairwise. A run that starts at a multiple of n is a subtree of that order.
 template <int n>
-__device__ inline void combine_run(const double* sum_in, const double* min_in, double* sum_out,
-                                   double* min_out) {
+__device__ inline double sum_run(const double* c) {
   constexpr int kQuarters = n / 4;
-  double q[kQuarters], m[kQuarters];
+  double q[kQuarters];
 #pragma unroll
-  for (int k = 0; k < kQuarters; ++k) {
-    q[k] = tree_quarter_sum(sum_in + 4 * k);
-    m[k] = tree_quarter_min(min_in + 4 * k);
-  }
+  for (int k = 0; k < kQuarters; ++k) q[k] = tree_quarter_sum(c + 4 * k);
 #pragma unroll
   for (int w = 1; w < kQuarters; w *= 2) {
 #pragma unroll
-    for (int k = 0; k < kQuarters; k += 2 * w) {
-      q[k] = q[k] + q[k + w];
-      m[k] = tree_min(m[k], m[k + w]);
-    }
+    for (int k = 0; k < kQuarters; k += 2 * w) q[k] = q[k] + q[k + w];
   }
-  *sum_out = q[0];
-  *min_out = m[0];
+  return q[0];
 }
 
-// tree_combine of a node's kFanout children in one tree (kMins: the min tree, else the sum tree):
-// this lane's share of them (kFanout / kUpdateLanes consecutive children) starts at src, each lane
-// combines its quarters pairwise, and butterfly steps across the group's lanes give every lane the
-// parent, in tree_combine's order (IEEE addition commutes exactly). Every lane of the warp must
-// call it; inactive groups read a node's children too (src must be valid; their result is not
-// used), so that no branch stands between a level's loads and its combine. With kMins and
-// `leaves`, src points at sum leaves and their mins are derived (a leaf's min is its mass where
-// positive, else +inf): the min tree stores no leaves.
-template <bool kMins>
-__device__ inline double group_combine(const double* src, bool leaves) {
-  constexpr int kQuarters = kFanout / 4 / kUpdateLanes;  // per lane
-  static_assert(kQuarters >= 1 && (kQuarters & (kQuarters - 1)) == 0, "whole quarters per lane");
-  const auto* c2 = reinterpret_cast<const double2*>(src);
-  double share[kQuarters];
-#pragma unroll
-  for (int q = 0; q < kQuarters; ++q) {
-    const double2 lo = c2[2 * q], hi = c2[2 * q + 1];
-    double quarter[4] = {lo.x, lo.y, hi.x, hi.y};
-    if (kMins) {  // a select per child, not a branch on `leaves` between the loads and the combine
-#pragma unroll
-      for (int k = 0; k < 4; ++k) quarter[k] = leaves ? tree_leaf_min(quarter[k]) : quarter[k];
-    }
-    share[q] = kMins ? tree_quarter_min(quarter) : tree_quarter_sum(quarter);
-  }
-#pragma unroll
-  for (int w = 1; w < kQuarters; w *= 2) {
-#pragma unroll
-    for (int q = 0; q < kQuarters; q += 2 * w) {
-      share[q] = kMins ? tree_min(share[q], share[q + w]) : share[q] + share[q + w];
-    }
-  }
-  double x = share[0];
+// tree_combine of a node's kFanout children, for a group of kUpdateLanes lanes: this lane's share
+// of them (kFanout / kUpdateLanes consecutive children) starts at src, each lane combines its
+// quarters pairwise, and butterfly steps across the group's lanes give every lane the parent, in
+// tree_combine's order (IEEE addition commutes exactly). Every lane of the warp must call these;
+// inactive groups read a node's children too (src must be valid; their result is not used), so
+// that no branch stands between a level's loads and its combine.
+constexpr int kShareQuarters = kFanout / 4 / kUpdateLanes;  // per lane
+static_assert(kShareQuarters >= 1 && (kShareQuarters & (kShareQuarters - 1)) == 0,
+              "whole quarters per lane");
+
+template <typename T>
+__device__ inline T group_butterfly(T x) {
 #pragma unroll
   for (int step = 1; step < kUpdateLanes; step *= 2) {
-    const double other = __shfl_xor_sync(redline::gpu::kFullLaneMask, x, step, kUpdateLanes);
-    x = kMins ? tree_min(x, other) : x + other;
+    const T other = __shfl_xor_sync(redline::gpu::kFullLaneMask, x, step, kUpdateLanes);
+    if constexpr (sizeof(T) == sizeof(float)) {
+      x = tree_min(x, other);
+    } else {
+      x = x + other;
+    }
   }
   return x;
+}
+
+// The sum tree's parent.
+__device__ inline double group_sum(const double* src) {
+  const auto* c2 = reinterpret_cast<const double2*>(src);
+  double share[kShareQuarters];
+#pragma unroll
+  for (int q = 0; q < kShareQuarters; ++q) {
+    const double2 lo = c2[2 * q], hi = c2[2 * q + 1];
+    const double quarter[4] = {lo.x, lo.y, hi.x, hi.y};
+    share[q] = tree_quarter_sum(quarter);
+  }
+#pragma unroll
+  for (int w = 1; w < kShareQuarters; w *= 2) {
+#pragma unroll
+    for (int q = 0; q < kShareQuarters; q += 2 * w) share[q] = share[q] + share[q + w];
+  }
+  return group_butterfly(share[0]);
+}
+
+// The min tree's parent from stored min nodes (floats: replay_math.h, tree_leaf_min).
+__device__ inline float group_min(const float* src) {
+  const auto* c4 = reinterpret_cast<const float4*>(src);
+  float share = 0.0f;
+#pragma unroll
+  for (int q = 0; q < kShareQuarters; ++q) {
+    const float4 c = c4[q];
+    const float quarter[4] = {c.x, c.y, c.z, c.w};
+    share = q == 0 ? tree_quarter_min(quarter) : tree_min(share, tree_quarter_min(quarter));
+  }
+  return group_butterfly(share);
+}
+
+// The min tree's parent of sum leaves: the min tree stores no leaves, so their mins are derived
+// (tree_leaf_min: the mass rounded down to a float, +inf where it is 0).
+__device__ inline float group_min_of_leaves(const double* src) {
+  const auto* c2 = reinterpret_cast<const double2*>(src);
+  float share = 0.0f;
+#pragma unroll
+  for (int q = 0; q < kShareQuarters; ++q) {
+    const double2 lo = c2[2 * q], hi = c2[2 * q + 1];
+    const float quarter[4] = {tree_leaf_min(lo.x), tree_leaf_min(lo.y), tree_leaf_min(hi.x),
+                              tree_leaf_min(hi.y)};
+    share = q == 0 ? tree_quarter_min(quarter) : tree_min(share, tree_quarter_min(quarter));
+  }
+  return group_butterfly(share);
 }
 
 // Chained launches (sm_90 programmatic dependent launch): a kernel launched by launch_chained may
@@ -340,7 +361,7 @@ __device__ inline void load_step(const ReplayView& v, int d, int64_t node, bool 
 // kTopPerLane consecutive nodes of the top, reduced to their part of a row's sum and min. Rows past
 // the top's end read as 0 and +inf.
 __device__ inline void load_top(const ReplayView& v, int j, int h, int draw_lane, double* grand,
-                                double* part_sum, double* part_min) {
+                                double* part_sum, float* part_min) {
   const int top = static_cast<int>(v.tree.count[0]);  // at most kTopNodes, a multiple of kFanout
   const double* sum = v.sum + v.tree.offset[0];
 #pragma unroll
@@ -349,20 +370,27 @@ __device__ inline void load_top(const ReplayView& v, int j, int h, int draw_lane
     grand[r] = row * kFanout < top ? sum[row * kFanout + j] : 0.0;
   }
   const int first = draw_lane * kTopPerLane;  // the run lies wholly inside or past the top
-  double s[kTopPerLane], m[kTopPerLane];
+  double s[kTopPerLane];
+  float m[kTopPerLane];
   if (first < top) {
     // The min tree stores the top level's mins even where the top level is the leaves
     // (tree_min_nodes): deriving them here from the masses made sample 0.12-0.24 µs slower
     // (bench/RESULTS.md, 2026-12-07, fourth session).
     const auto* s2 = reinterpret_cast<const double2*>(sum + first);
-    const auto* m2 = reinterpret_cast<const double2*>(v.min + v.tree.offset[0] + first);
+    const auto* m4 = reinterpret_cast<const float4*>(v.min + v.tree.offset[0] + first);
 #pragma unroll
     for (int k = 0; k < kTopPerLane / 2; ++k) {
-      const double2 a = s2[k], b = m2[k];
+      const double2 a = s2[k];
       s[2 * k] = a.x;
       s[2 * k + 1] = a.y;
-      m[2 * k] = b.x;
-      m[2 * k + 1] = b.y;
+    }
+#pragma unroll
+    for (int k = 0; k < kTopPerLane / 4; ++k) {
+      const float4 b = m4[k];
+      m[4 * k] = b.x;
+      m[4 * k + 1] = b.y;
+      m[4 * k + 2] = b.z;
+      m[4 * k + 3] = b.w;
     }
   } else {
 #pragma unroll
@@ -371,7 +399,11 @@ __device__ inline void load_top(const ReplayView& v, int j, int h, int draw_lane
       m[k] = tree_leaf_min(0.0);
     }
   }
-  combine_run<kTopPerLane>(s, m, part_sum, part_min);
+  *part_sum = sum_run<kTopPerLane>(s);
+  float lo = tree_quarter_min(m);
+#pragma unroll
+  for (int k = 4; k < kTopPerLane; k += 4) lo = tree_min(lo, tree_quarter_min(m + k));
+  *part_min = lo;
 }
 
 // Draw b * draws + w of block b is served by the block's w-th kDrawLanes lanes, and lane 0 writes
@@ -419,7 +451,8 @@ __global__ void __launch_bounds__(kSampleThreads)
   wait_for_previous_grid();
   // The top level: every draw reads it, so that every draw derives the same total.
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
-  double grand[kAheadRows], row_sum = 0.0, row_min = 0.0;
+  double grand[kAheadRows], row_sum = 0.0;
+  float row_min = 0.0f;
   load_top(v, lane, group, draw_lane, grand, &row_sum, &row_min);
   // The rows' sums and mins (row r in lanes r * kTopLanesPerRow ...), child j = row j's sum in lane
   // j of each group, then the total: butterflies across each group in tree_combine's order.
@@ -436,14 +469,14 @@ __global__ void __launch_bounds__(kSampleThreads)
   for (int step = 1; step < kFanout; step *= 2) {
     total = total + __shfl_xor_sync(redline::gpu::kFullLaneMask, total, step, kFanout);
   }
-  double min_leaf = row_min;  // needed only for the weight, at the end
+  float min_leaf = row_min;  // needed only for the weight, at the end
 #pragma unroll
   for (int step = kTopLanesPerRow; step < kDrawLanes; step *= 2) {
     min_leaf = tree_min(min_leaf,
                         __shfl_xor_sync(redline::gpu::kFullLaneMask, min_leaf, step, kDrawLanes));
   }
   // Without a branch, so that it overlaps the total's shuffles.
-  const double min_leaf_inverse = reciprocal(min_leaf);
+  const double min_leaf_inverse = reciprocal(static_cast<double>(min_leaf));
   const bool beta_ok = b >= 0.0 && b <= 1.0;
   const bool empty = !(total > 0.0);
   const bool active = i < batch && !empty && beta_ok;
@@ -578,9 +611,8 @@ __device__ inline T lanes32_extreme(T value) {
 // atomics, measured 0.65 us slower: the atomics cost more than the duplicate loads and stores they
 // save.) Every thread of the block must call it.
 template <bool kMins>
-__device__ inline void update_ancestors(const ReplayView& v, double* tree, int64_t batch,
-                                        const int64_t* indices, const int64_t* staged_index,
-                                        bool use_staged) {
+__device__ inline void update_ancestors(const ReplayView& v, int64_t batch, const int64_t* indices,
+                                        const int64_t* staged_index, bool use_staged) {
   const int leaf_level = v.tree.levels - 1;
   const int64_t leaf0 = v.tree.offset[leaf_level];
   const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
@@ -603,12 +635,24 @@ __device__ inline void update_ancestors(const ReplayView& v, double* tree, int64
     for (int d = kMaxLevels - 2; d >= 0; --d) {
       if (d >= leaf_level) continue;  // the same in every thread
       const bool leaves = d + 1 == leaf_level;
-      const double x = group_combine<kMins>((kMins && leaves ? v.sum : tree) + child, leaves);
+      using Node = std::conditional_t<kMins, float, double>;
+      Node x;
+      if constexpr (kMins) {
+        x = leaves ? group_min_of_leaves(v.sum + child) : group_min(v.min + child);
+      } else {
+        x = group_sum(v.sum + child);
+      }
       const int64_t at = v.tree.offset[d] + node;
       node >>= kFanoutBits;
       child = v.tree.offset[d] + node * kFanout + kShare * lane;
       pin_before_barrier(child);
-      if (active && lane == 0) tree[at] = x;  // groups sharing a parent write the same bits
+      if (active && lane == 0) {  // groups sharing a parent write the same bits
+        if constexpr (kMins) {
+          v.min[at] = x;
+        } else {
+          v.sum[at] = x;
+        }
+      }
       __syncthreads();
     }
   }
@@ -646,7 +690,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __shared__ unsigned long long slot_index[kLastSlots];
   __shared__ int slot_last[kLastSlots];
   const bool mins = blockIdx.x == 1;
-  double* const tree = mins ? v.min : v.sum;
   const bool use_staged = batch <= kStagedIndices;
   const int leaf_level = v.tree.levels - 1;
   const int64_t capacity = v.rows * v.envs;
@@ -778,9 +821,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   }
   __syncthreads();
   if (mins) {
-    update_ancestors<true>(v, tree, batch, indices, staged_index, use_staged);
+    update_ancestors<true>(v, batch, indices, staged_index, use_staged);
   } else {
-    update_ancestors<false>(v, tree, batch, indices, staged_index, use_staged);
+    update_ancestors<false>(v, batch, indices, staged_index, use_staged);
   }
   if (threadIdx.x == 0 && !mins) {
     const double p = static_cast<double>(__uint_as_float(block_max_bits));
@@ -815,7 +858,7 @@ void update(const ReplayView& v, int64_t batch, const int64_t* indices, const fl
                  min_inner_levels(v), v, batch, indices, priorities);
 }
 
-// At 1e7 leaves the min tree's inner levels are 5 MiB that update alone reads, one line per index
+// At 1e7 leaves the min tree's inner levels are 2.5 MiB that update alone reads, one line per index
 // and level, while the leaves' traffic (sample reads 2 KiB of leaves per draw) passes through L2
 // and evicts them between two visits of a line: the min block then waited on memory where the sum
 // block (whose inner lines sample has just read) hit L2. Marked persisting, they stay.
@@ -825,7 +868,7 @@ int64_t reserve_l2(ReplayView* v) {
 #if REDLINE_HIP
   return 0;
 #else
-  const int64_t bytes = v->tree.offset[v->tree.levels - 1] * static_cast<int64_t>(sizeof(double));
+  const int64_t bytes = v->tree.offset[v->tree.levels - 1] * static_cast<int64_t>(sizeof(float));
   int device = 0, most = 0, window = 0;
   size_t set_aside = 0;
   if (bytes == 0 || cudaGetDevice(&device) != cudaSuccess ||

@@ -23,8 +23,6 @@ namespace {
 using replay::DeviceFault;
 using replay::TreeLayout;
 
-constexpr uint64_t kInfBits = 0x7FF0000000000000ull;
-
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -128,8 +126,9 @@ size_t ReplayMemory::bytes_needed(const ReplayConfig& c) {
   const TreeLayout tree = replay::make_tree_layout(c.capacity);
   return slots * frame * dtype_size(c.obs_dtype) + slots * dtype_size(c.action_dtype) +
          slots * (sizeof(float) + 1) + static_cast<size_t>(c.num_envs) +
-         static_cast<size_t>(tree.nodes + replay::tree_min_nodes(tree)) * sizeof(double) +
-         3 * sizeof(int64_t) + sizeof(uint32_t);
+         static_cast<size_t>(tree.nodes) * sizeof(double) +
+         static_cast<size_t>(replay::tree_min_nodes(tree)) * sizeof(float) + 3 * sizeof(int64_t) +
+         sizeof(uint32_t);
 }
 
 namespace {
@@ -174,18 +173,18 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   s->prev_done = Tensor::ones({config.num_envs}, DType::u8, dev);
   s->sum = Tensor::zeros({tree.nodes}, DType::i64, dev);
   const int64_t min_nodes = replay::tree_min_nodes(tree);  // no leaves, in all but one-level trees
-  s->min = Tensor::empty({min_nodes}, DType::i64, dev);
+  s->min = Tensor::empty({min_nodes}, DType::i32, dev);    // floats: see replay::tree_leaf_min
   const double one = 1.0;
   int64_t one_bits;
   std::memcpy(&one_bits, &one, 8);
   s->counters = Tensor::from_host<int64_t>({0, one_bits}, {2}, dev);
   s->blocks_done = Tensor::zeros({1}, DType::i32, dev);
   if (dev.is_gpu()) {
-    gpu::fill(s->min.raw_data(), min_nodes, 8, kInfBits, stream_of(dev));
+    gpu::fill(s->min.raw_data(), min_nodes, 4, replay::kFloatInfBits, stream_of(dev));
     s->fault = static_cast<DeviceFault*>(gpu::host_alloc_pinned(sizeof(DeviceFault)));
     *s->fault = DeviceFault{replay::kFaultNone, 0, 0.0};
   } else {
-    cpu::fill(s->min.raw_data(), min_nodes, 8, kInfBits);
+    cpu::fill(s->min.raw_data(), min_nodes, 4, replay::kFloatInfBits);
   }
 
   replay::ReplayView& v = s->view;
@@ -209,7 +208,7 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   v.flags = data_as<uint8_t>(s->flags);
   v.prev_done = data_as<uint8_t>(s->prev_done);
   v.sum = data_as<double>(s->sum);
-  v.min = data_as<double>(s->min);
+  v.min = data_as<float>(s->min);
   v.rows_written = data_as<int64_t>(s->counters);
   v.max_priority = data_as<double>(s->counters) + 1;
   v.rng_offset = data_as<int64_t>(rng_.offset_tensor());
@@ -463,9 +462,11 @@ std::vector<double> ReplayMemory::sum_tree_host() const {
 }
 
 std::vector<double> ReplayMemory::min_tree_host() const {
-  const std::vector<int64_t> bits = state_->min.to_vector<int64_t>();
+  const std::vector<int32_t> bits = state_->min.to_vector<int32_t>();
   std::vector<double> out(bits.size());
-  std::memcpy(out.data(), bits.data(), bits.size() * 8);
+  for (size_t k = 0; k < bits.size(); ++k) {
+    out[k] = replay::bits_to_float(static_cast<uint32_t>(bits[k]));  // exact
+  }
   return out;
 }
 

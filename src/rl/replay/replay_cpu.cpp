@@ -25,9 +25,7 @@ void recompute_ancestors(const ReplayView& v, std::vector<int64_t> nodes) {
 }
 
 void set_leaf(const ReplayView& v, int64_t slot, double value) {
-  const int64_t at = v.tree.offset[v.tree.levels - 1] + slot;
-  v.sum[at] = value;
-  if (v.tree.levels == 1) v.min[at] = tree_leaf_min(value);  // see tree_min_nodes
+  tree_set_leaf(v.tree, v.sum, v.min, slot, value);
 }
 
 [[noreturn]] void fail(int32_t code, int32_t position, double value, int64_t capacity) {
@@ -93,12 +91,13 @@ void sample(const ReplayView& v, int64_t batch, double beta, int64_t* indices, f
   // it has read the tree or beta.
   const uint64_t base = static_cast<uint64_t>(*v.rng_offset);
   *v.rng_offset = static_cast<int64_t>(base + static_cast<uint64_t>(batch));
-  double total = 0.0, min_leaf = 0.0;
+  double total = 0.0;
+  float min_leaf = 0.0f;
   tree_top(v.tree, v.sum, v.min, &total, &min_leaf);
   if (!(beta >= 0.0 && beta <= 1.0)) fail(kFaultBeta, 0, beta, v.rows * v.envs);
   if (!(total > 0.0)) fail(kFaultEmpty, 0, 0.0, v.rows * v.envs);
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
-  const double min_leaf_inverse = reciprocal(min_leaf);
+  const double min_leaf_inverse = reciprocal(static_cast<double>(min_leaf));
   for (int64_t i = 0; i < batch; ++i) {
     const double u = stratified_point(stratified_position(v, base, i), batch, total);
     const int64_t leaf = tree_descend(v.tree, v.sum, u);

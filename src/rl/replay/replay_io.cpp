@@ -38,7 +38,7 @@ namespace {
 constexpr char kMagic[8] = {'R', 'L', 'R', 'E', 'P', 'L', 'A', 'Y'};
 // Version 2: the trees no longer store the two levels above their top (replay_math.h). Version 1
 // files are refused: their tree sections do not match this layout.
-constexpr int kVersion = 3;  // 3: the min tree stores no leaves
+constexpr int kVersion = 4;  // 3: the min tree stores no leaves; 4: its nodes are floats
 constexpr size_t kChunk = size_t{64} << 20;
 
 using replay::Checksum;

@@ -5,6 +5,7 @@
 // n-step windows and frame-stack sources.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "redline/core/hd.h"
@@ -26,10 +27,23 @@ REDLINE_HD inline To union_cast(From x) {
 REDLINE_HD inline double bits_to_double(uint64_t b) { return union_cast<double>(b); }
 REDLINE_HD inline uint64_t double_to_bits(double d) { return union_cast<uint64_t>(d); }
 
-// A leaf's value in the min tree: its mass where positive, else +inf (never the minimum). Every
-// device keeps the min leaves so, and the GPU's update derives them from the sum leaves by it.
-REDLINE_HD inline double tree_leaf_min(double mass) {
-  return mass > 0.0 ? mass : bits_to_double(0x7FF0000000000000ull);
+REDLINE_HD inline float bits_to_float(uint32_t b) { return union_cast<float>(b); }
+inline constexpr uint32_t kFloatInfBits = 0x7F800000u;
+
+// A leaf's value in the min tree: its mass rounded to the nearest float where positive, else +inf
+// (never the minimum). A mass is never below the smallest positive float (a priority is a positive
+// float and alpha is at most 1, so p^alpha >= min(p, 1)), so a positive mass stays positive.
+//
+// The min tree holds floats: a level's minimum is then one instruction per step and one shuffle
+// on a GPU, and the pair of sample and update gained 0.15-0.21 µs at 1e6 and 1e7 (bench/RESULTS.md,
+// 2026-12-07, fifth session). Rounding is monotone, so the smallest float is the smallest mass
+// rounded, within 2^-24 relative. A weight's ratio to it can therefore fall below 1 by that much,
+// which weight_power's float result absorbs: weights stay at most 1, and the smallest mass's
+// weight is exactly 1 (tests/replay/sum_tree_test.cpp). Masses below about 1e-38, where floats
+// lose precision, are the exception. The GPU's update derives the leaves' mins from the sum
+// leaves by it.
+REDLINE_HD inline float tree_leaf_min(double mass) {
+  return mass > 0.0 ? static_cast<float>(mass) : bits_to_float(kFloatInfBits);
 }
 
 // ---- tree layout ------------------------------------------------------------------------------
@@ -80,19 +94,22 @@ inline TreeLayout make_tree_layout(int64_t leaves) {
 }
 
 REDLINE_HD inline double tree_min(double a, double b) { return b < a ? b : a; }
+// Mins hold no NaN, so fminf is the same choice, and one instruction on a GPU.
+REDLINE_HD inline float tree_min(float a, float b) { return fminf(a, b); }
 
 // A parent's sum and min from its 16 children's values. The sum is pairwise in a fixed order,
 // ((c0 + c1) + (c2 + c3)) for each quarter, then (q0 + q1) + (q2 + q3), which every device follows
 // bit for bit: a GPU group of 4 lanes adds its quarter, then two butterfly steps across the lanes
 // give every lane the same value (IEEE addition commutes exactly).
 REDLINE_HD inline double tree_quarter_sum(const double* c) { return (c[0] + c[1]) + (c[2] + c[3]); }
-REDLINE_HD inline double tree_quarter_min(const double* c) {
+REDLINE_HD inline float tree_quarter_min(const float* c) {
   return tree_min(tree_min(c[0], c[1]), tree_min(c[2], c[3]));
 }
-REDLINE_HD inline void tree_combine(const double* child_sum, const double* child_min,
-                                    double* sum_out, double* min_out) {
+REDLINE_HD inline void tree_combine(const double* child_sum, const float* child_min,
+                                    double* sum_out, float* min_out) {
   constexpr int kQuarters = kFanout / 4;
-  double q[kQuarters], m[kQuarters];
+  double q[kQuarters];
+  float m[kQuarters];
   for (int k = 0; k < kQuarters; ++k) {
     q[k] = tree_quarter_sum(child_sum + 4 * k);
     m[k] = tree_quarter_min(child_min + 4 * k);
@@ -114,16 +131,25 @@ REDLINE_HD inline int64_t tree_min_nodes(const TreeLayout& t) {
   return t.levels == 1 ? t.nodes : t.offset[t.levels - 1];
 }
 
+// Writes a leaf's mass: the sum leaf, and its min where the min tree stores the leaves (a one-level
+// tree, tree_min_nodes). Every device writes leaves through it.
+REDLINE_HD inline void tree_set_leaf(const TreeLayout& t, double* sum, float* mn, int64_t slot,
+                                     double mass) {
+  const int64_t at = t.offset[t.levels - 1] + slot;
+  sum[at] = mass;
+  if (t.levels == 1) mn[at] = tree_leaf_min(mass);
+}
+
 // tree_combine of 16 leaves, their mins derived from their masses.
 REDLINE_HD inline void tree_combine_leaves(const double* leaf_sum, double* sum_out,
-                                           double* min_out) {
-  double leaf_min[kFanout];
+                                           float* min_out) {
+  float leaf_min[kFanout];
   for (int k = 0; k < kFanout; ++k) leaf_min[k] = tree_leaf_min(leaf_sum[k]);
   tree_combine(leaf_sum, leaf_min, sum_out, min_out);
 }
 
 // Recomputes node j of level d (< leaves level) from its children.
-REDLINE_HD inline void tree_recompute(const TreeLayout& t, double* sum, double* mn, int d,
+REDLINE_HD inline void tree_recompute(const TreeLayout& t, double* sum, float* mn, int d,
                                       int64_t j) {
   const int64_t child = t.offset[d + 1] + j * kFanout;
   if (d + 2 == t.levels) {
@@ -164,25 +190,29 @@ REDLINE_HD inline int tree_choose_child(const double* c, double* u_io) {
 }
 
 // The sums and mins of the top level's rows (row r: nodes r*16 .. r*16+15, the level above the top,
-// not stored), each by tree_combine; rows past the top level's end are 0 and +inf.
-REDLINE_HD inline void tree_top_rows(const TreeLayout& t, const double* sum, const double* mn,
-                                     double* row_sum, double* row_min) {
+// not stored), each by tree_combine; rows past the top level's end are 0 and +inf. Without mins
+// (mn null), only the sums.
+REDLINE_HD inline void tree_top_rows(const TreeLayout& t, const double* sum, const float* mn,
+                                     double* row_sum, float* row_min) {
+  float no_min[kFanout];
+  for (int j = 0; j < kFanout; ++j) no_min[j] = bits_to_float(kFloatInfBits);
   for (int r = 0; r < kFanout; ++r) {
     const int64_t first = t.offset[0] + int64_t{r} * kFanout;
     if (int64_t{r} * kFanout < t.count[0]) {
-      tree_combine(sum + first, mn + first, &row_sum[r], &row_min[r]);
+      tree_combine(sum + first, mn != nullptr ? mn + first : no_min, &row_sum[r], &row_min[r]);
     } else {
       row_sum[r] = 0.0;
-      row_min[r] = tree_leaf_min(0.0);
+      row_min[r] = bits_to_float(kFloatInfBits);
     }
   }
 }
 
 // The total mass and the smallest leaf: the root that the stored levels would have, computed by
 // tree_combine from the top level's rows.
-REDLINE_HD inline void tree_top(const TreeLayout& t, const double* sum, const double* mn,
-                                double* total, double* min_leaf) {
-  double row_sum[kFanout], row_min[kFanout];
+REDLINE_HD inline void tree_top(const TreeLayout& t, const double* sum, const float* mn,
+                                double* total, float* min_leaf) {
+  double row_sum[kFanout];
+  float row_min[kFanout];
   tree_top_rows(t, sum, mn, row_sum, row_min);
   tree_combine(row_sum, row_min, total, min_leaf);
 }
@@ -190,8 +220,9 @@ REDLINE_HD inline void tree_top(const TreeLayout& t, const double* sum, const do
 // The leaf whose prefix-sum interval holds u (0 <= u, ideally u < the total): a row of the top
 // level by its sum, a node in that row, then one node per stored level below.
 REDLINE_HD inline int64_t tree_descend(const TreeLayout& t, const double* sum, double u) {
-  double row_sum[kFanout], row_min[kFanout];
-  tree_top_rows(t, sum, sum, row_sum, row_min);  // the mins are not used here
+  double row_sum[kFanout];
+  float row_min[kFanout];
+  tree_top_rows(t, sum, nullptr, row_sum, row_min);  // the mins are not used here
   const int row = tree_choose_child(row_sum, &u);
   double c[kFanout];
   for (int j = 0; j < kFanout; ++j) {
@@ -281,11 +312,11 @@ REDLINE_HD inline double exp_float_precision(double t) {
   return times_power_of_two(static_cast<double>(exp_reduced_float(r)), k);
 }
 
-// ratio^y for ratio >= 1 and -1 <= y <= 0, rounded to float: an importance weight, from the float
-// precision log and exp, which is all a float result needs (relative error about 3e-7, against
-// about thirty dependent double operations for a double-precision power). Selects, not early
-// returns: a GPU draw computes it for each candidate of its last choice in straight-line code,
-// overlapped with that choice.
+// ratio^y for ratio >= 1 - 2^-24 and -1 <= y <= 0, rounded to float: an importance weight, from
+// the float precision log and exp, which is all a float result needs (relative error about 3e-7,
+// against about thirty dependent double operations for a double-precision power). Selects, not
+// early returns: a GPU draw computes it for each candidate of its last choice in straight-line
+// code, overlapped with that choice.
 REDLINE_HD inline float weight_power(double ratio, double y) {
   const double t = y * log_float_precision(ratio);  // in [-745.2, 0] for ratios up to 2^1024
   const auto w = static_cast<float>(exp_float_precision(t));
@@ -346,7 +377,7 @@ struct ReplayView {
   uint8_t* flags = nullptr;         // (R*N,) kTerminated | kTruncated | kEpisodeStart
   uint8_t* prev_done = nullptr;     // (N,) 1 when the env's last step ended its episode
   double* sum = nullptr;            // (tree.nodes,)
-  double* min = nullptr;            // (tree_min_nodes(tree),) see tree_min_nodes
+  float* min = nullptr;             // (tree_min_nodes(tree),) see tree_min_nodes
   int64_t* rows_written = nullptr;  // (1,) rows inserted so far (the cursor is this mod R)
   double* max_priority = nullptr;   // (1,) running maximum priority (starts at 1)
   int64_t* rng_offset = nullptr;    // (1,) Philox block offset
