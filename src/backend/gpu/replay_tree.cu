@@ -129,16 +129,18 @@ constexpr int kShareQuarters = kFanout / 4 / kUpdateLanes;  // per lane
 static_assert(kShareQuarters >= 1 && (kShareQuarters & (kShareQuarters - 1)) == 0,
               "whole quarters per lane");
 
-template <typename T>
-__device__ inline T group_butterfly(T x) {
+// The butterfly steps: doubles are the sum tree's (added), floats the min tree's (the smaller).
+__device__ inline double group_butterfly(double x) {
 #pragma unroll
   for (int step = 1; step < kUpdateLanes; step *= 2) {
-    const T other = __shfl_xor_sync(redline::gpu::kFullLaneMask, x, step, kUpdateLanes);
-    if constexpr (sizeof(T) == sizeof(float)) {
-      x = tree_min(x, other);
-    } else {
-      x = x + other;
-    }
+    x = x + __shfl_xor_sync(redline::gpu::kFullLaneMask, x, step, kUpdateLanes);
+  }
+  return x;
+}
+__device__ inline float group_butterfly(float x) {
+#pragma unroll
+  for (int step = 1; step < kUpdateLanes; step *= 2) {
+    x = tree_min(x, __shfl_xor_sync(redline::gpu::kFullLaneMask, x, step, kUpdateLanes));
   }
   return x;
 }
@@ -175,7 +177,7 @@ __device__ inline float group_min(const float* src) {
 }
 
 // The min tree's parent of sum leaves: the min tree stores no leaves, so their mins are derived
-// (tree_leaf_min: the mass rounded down to a float, +inf where it is 0).
+// (tree_leaf_min: the mass rounded to a float, +inf where it is 0).
 __device__ inline float group_min_of_leaves(const double* src) {
   const auto* c2 = reinterpret_cast<const double2*>(src);
   float share = 0.0f;

@@ -35,7 +35,7 @@ inline constexpr uint32_t kFloatInfBits = 0x7F800000u;
 // float and alpha is at most 1, so p^alpha >= min(p, 1)), so a positive mass stays positive.
 //
 // The min tree holds floats: a level's minimum is then one instruction per step and one shuffle
-// on a GPU, and the pair of sample and update gained 0.15-0.21 µs at 1e6 and 1e7 (bench/RESULTS.md,
+// on a GPU, and the pair of sample and update gained 0.11-0.21 µs at 1e6 and 1e7 (bench/RESULTS.md,
 // 2026-12-07, fifth session). Rounding is monotone, so the smallest float is the smallest mass
 // rounded, within 2^-24 relative. A weight's ratio to it can therefore fall below 1 by that much,
 // which weight_power's float result absorbs: weights stay at most 1, and the smallest mass's
