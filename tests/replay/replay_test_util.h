@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -160,10 +159,7 @@ inline void expect_tree_invariants(const std::vector<double>& sum, const std::ve
   EXPECT_LE(offsets[1] - offsets[0], replay::kTopNodes);
   if (levels > 1) EXPECT_GT(offsets[2] - offsets[1], replay::kTopNodes);
   const auto min_at = [&](int64_t node) {  // written out here, not taken from replay_math.h
-    double derived = static_cast<double>(INFINITY);
-    if (sum[node] > 0.0) {
-      derived = static_cast<float>(sum[node]);
-    }
+    const double derived = sum[node] > 0.0 ? static_cast<float>(sum[node]) : INFINITY;
     if (node < leaf0) return mn[node];
     EXPECT_TRUE(node >= stored || mn[node] == derived) << "a stored leaf min differs: " << node;
     return derived;

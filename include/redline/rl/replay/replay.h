@@ -147,9 +147,10 @@ class ReplayMemory {
   size_t bytes() const;
   ReplayStats stats() const;
 
-  // Test and tool access: the trees on the host as raw doubles: the sum tree whole (nodes,), its
-  // leaves p^alpha (0 when not sampleable); the min tree's levels above the leaves (a leaf's min is
-  // its mass where positive, else +inf, and is stored only in a one-level tree).
+  // Test and tool access: the trees on the host as doubles: the sum tree whole (nodes,), its
+  // leaves p^alpha (0 when not sampleable); the min tree's levels above the leaves, floats widened
+  // exactly (a leaf's min is its mass rounded to a float where positive, else +inf, and is stored
+  // only in a one-level tree).
   std::vector<double> sum_tree_host() const;
   std::vector<double> min_tree_host() const;
   std::vector<int64_t> tree_level_offsets() const;
