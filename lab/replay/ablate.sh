@@ -71,9 +71,9 @@ PY
     levels) python3 - "$file" <<'PY' ;;
 import sys, re
 p = sys.argv[1]; s = open(p).read()
-n = len(re.findall(r"\n    update_ancestors<(true|false)>\(v, tree, batch, indices, staged_index, use_staged\);", s))
+n = len(re.findall(r"\n    update_ancestors<(true|false)>\(v, batch, indices, staged_index, use_staged\);", s))
 assert n == 2
-s = re.sub(r"\n    update_ancestors<(true|false)>\(v, tree, batch, indices, staged_index, use_staged\);", "\n    (void)tree;", s)
+s = re.sub(r"\n    update_ancestors<(true|false)>\(v, batch, indices, staged_index, use_staged\);", "\n    (void)0;", s)
 open(p, "w").write(s)
 PY
     power) python3 - "$file" <<'PY' ;;
@@ -122,9 +122,9 @@ once("    if (last && new_leaf > 0.0) set_leaf(v, my_index, new_leaf);\n",
      "        atomicAdd(&v.sum[v.tree.offset[d] + (my_index >> (kFanoutBits * (leaf_level - d)))], delta);\n"
      "      }\n"
      "    }\n")
-once("    update_ancestors<false>(v, tree, batch, indices, staged_index, use_staged);", "    (void)tree;")
+once("    update_ancestors<false>(v, batch, indices, staged_index, use_staged);", "    (void)0;")
 if name == "atomics":
-    once("    update_ancestors<true>(v, tree, batch, indices, staged_index, use_staged);", "    (void)tree;")
+    once("    update_ancestors<true>(v, batch, indices, staged_index, use_staged);", "    (void)0;")
 open(p, "w").write(s)
 PY
     l2leaves) python3 - "$file" <<'PY' ;;
