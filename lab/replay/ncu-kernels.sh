@@ -3,8 +3,8 @@
 # the pair graph at 1e5 and one sample_kernel launch from the pair graph at 1e7 (bench_replay's
 # launch counts: 2,000 warm-up, then 1,600 per mode; the pair graph is the fourth mode), each with
 # the full section set and the per-instruction SASS page (warp stall samples, memory counters).
-# Writes $OUT/ncu-<kernel>.txt (details), $OUT/ncu-<kernel>-sass.csv (source page) and the reports,
-# packed into $OUT/ncu.tgz. Usage: B=out/bin/main OUT=dir lab/replay/ncu-kernels.sh
+# Writes ncu/<kernel>.txt (details), ncu/<kernel>-sass.csv (source page) and the reports, packed
+# into $OUT/ncu.tgz. Usage: B=out/bin/main OUT=dir lab/replay/ncu-kernels.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64"
