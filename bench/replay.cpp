@@ -12,8 +12,7 @@
 //          and "update" are each kernel alone, captured the same way; update alone writes the
 //          same indices each time, with the 16 priority sets in turn, so that every update changes
 //          its leaves (rewriting the values already there would let a kernel that skips unchanged
-//          leaves do no tree work). "L2 kept": bytes of the min tree's inner levels that update
-//          marks persisting in L2 (ReplayStats::l2_kept).
+//          leaves do no tree work).
 // Without a GPU it runs the CPU memory at the same sizes, so the program always prints a table.
 //
 // With `--atari`, observations are the seed's Atari stacks instead: (4, 84, 84) u8 with frame_stack
@@ -77,7 +76,6 @@ struct Row {
   size_t bytes;
   double fill_s;
   double eager_us, graph_us, gather_us, sample_us, update_us;
-  size_t l2_kept;
   // --save: seconds, file bytes, and whether the loaded memory sampled as the saved one did.
   double save_s = 0, load_s = 0;
   uintmax_t file_bytes = 0;
@@ -142,7 +140,7 @@ Row run(Device dev, int64_t capacity, bool atari, const std::string& save_dir) {
   c.seed = 1;
   c.device = dev;
   ReplayMemory m(c);
-  Row row{capacity, m.bytes(), 0, 0, 0, 0, 0, 0, m.stats().l2_kept};
+  Row row{capacity, m.bytes(), 0, 0, 0, 0, 0, 0};
 
   // Fill: capacity / num_envs + n inserts.
   Generator gen(7, 0, dev);
@@ -260,18 +258,17 @@ int main(int argc, char** argv) {
       static_cast<long long>(bench_batch), static_cast<long long>(bench_batch), kRepeats, kOps);
   std::printf(
       "| capacity | memory MiB | fill s | eager us/op | eager ops/s | graph us/op | graph "
-      "ops/s | graph +gather us/op | sample us | update us | L2 kept MiB |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+      "ops/s | graph +gather us/op | sample us | update us |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   std::vector<Row> saved;
   for (int64_t capacity : capacities) {
     try {
       const Row r = run(dev, capacity, atari, save_dir);
       if (!save_dir.empty()) saved.push_back(r);
-      std::printf(
-          "| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f |\n",
-          static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20), r.fill_s,
-          r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us, r.gather_us, r.sample_us,
-          r.update_us, static_cast<double>(r.l2_kept) / (1 << 20));
+      std::printf("| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f |\n",
+                  static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20),
+                  r.fill_s, r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us, r.gather_us,
+                  r.sample_us, r.update_us);
       std::printf(
           "RESULT replay device=%s capacity=%lld batch=%lld eager_ops_per_s=%.0f "
           "graph_ops_per_s=%.0f\n",

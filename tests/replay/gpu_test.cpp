@@ -131,8 +131,10 @@ void run_parity(const ParityCase& pc) {
   const auto cs = cpu.sum_tree_host(), gs = gpu.sum_tree_host();
   EXPECT_EQ(std::memcmp(cs.data(), gs.data(), cs.size() * 8), 0) << "sum trees differ";
   EXPECT_EQ(cpu.min_tree_host(), gpu.min_tree_host());
+  EXPECT_EQ(cpu.min_tree_counts_host(), gpu.min_tree_counts_host());
   EXPECT_EQ(cpu.max_priority(), gpu.max_priority());
-  testing::expect_tree_invariants(gs, gpu.min_tree_host(), gpu.tree_level_offsets(), c.capacity);
+  testing::expect_tree_invariants(gs, gpu.min_tree_host(), gpu.tree_level_offsets(), c.capacity,
+                                  gpu.min_tree_counts_host());
 }
 
 TEST(GpuReplay, SamplesAndBatchesBitIdenticalToCpu) {
@@ -201,7 +203,7 @@ TEST(GpuReplay, TreeInvariantsAfterLongSequences) {
   }
   m.check_errors();
   testing::expect_tree_invariants(m.sum_tree_host(), m.min_tree_host(), m.tree_level_offsets(),
-                                  c.capacity);
+                                  c.capacity, m.min_tree_counts_host());
 }
 
 // Update has two paths on the GPU: batches up to 512 are staged in shared memory (duplicates found
@@ -292,7 +294,8 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
     EXPECT_EQ(mismatched, 0);
     EXPECT_EQ(cpu.max_priority(), gpu.max_priority());
     testing::expect_tree_invariants(gpu.sum_tree_host(), gpu.min_tree_host(),
-                                    gpu.tree_level_offsets(), c.capacity);
+                                    gpu.tree_level_offsets(), c.capacity,
+                                    gpu.min_tree_counts_host());
   }
 }
 
@@ -397,7 +400,8 @@ TEST(GpuReplay, MinTreeFollowsRaisedAndLoweredMinimums) {
   }
   t.gpu.check_errors();
   testing::expect_tree_invariants(t.gpu.sum_tree_host(), t.gpu.min_tree_host(),
-                                  t.gpu.tree_level_offsets(), capacity);
+                                  t.gpu.tree_level_offsets(), capacity,
+                                  t.gpu.min_tree_counts_host());
 }
 
 TEST(GpuReplay, CapturedStepReplaysLikeEagerCpu) {
@@ -526,6 +530,7 @@ TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
   EXPECT_TRUE(weights_equal(last_cpu.weights, smp[0].weights));
   EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
   EXPECT_EQ(cpu.min_tree_host(), gpu.min_tree_host());
+  EXPECT_EQ(cpu.min_tree_counts_host(), gpu.min_tree_counts_host());
 }
 
 // Samples enqueued back to back, nothing between them (eager, then captured), each draw afresh: a
@@ -564,34 +569,6 @@ TEST(GpuReplay, BackToBackSamplesEachDrawAfresh) {
   const ReplaySample after_gpu = gpu.sample(128, 0.4);
   EXPECT_TRUE(bit_equal<int64_t>(after_cpu.indices, after_gpu.indices));
   EXPECT_TRUE(bit_equal<float>(after_cpu.weights, after_gpu.weights));
-}
-
-// On NVIDIA GPUs from sm_80 on, a prioritized memory sets aside L2 for its min tree's inner levels
-// (update marks them persisting); a small tree fits whole. Uniform memories and AMD GPUs keep none.
-TEST(GpuReplay, MinTreeInnerLevelsKeptInL2) {
-  REDLINE_REQUIRE_GPU();
-  GpuRuntimeInfo runtime;
-  const std::vector<GpuInfo> gpus = probe_gpus(&runtime, false);
-  ASSERT_FALSE(gpus.empty());
-  const GpuInfo& info = gpus[0];
-  const bool persisting = info.vendor == "nvidia" && info.arch.rfind("sm_", 0) == 0 &&
-                          std::atoi(info.arch.c_str() + 3) >= 80;
-  ReplayConfig c = scalar_prioritized(1000, 100, kGpu);
-  ReplayMemory m(c);
-  const std::vector<int64_t> offsets = m.tree_level_offsets();
-  ASSERT_GE(offsets.size(), 3u);  // the leaves start at the last offset but one
-  const auto inner = static_cast<size_t>(offsets[offsets.size() - 2]) * sizeof(float);  // floats
-  EXPECT_GT(inner, 0u);
-  EXPECT_EQ(m.stats().l2_kept, persisting ? inner : 0u)
-      << info.name << " " << info.arch
-      << " (under MIG or MPS the runtime refuses an L2 set-aside, and 0 is right there)";
-  // Updates under the window change nothing in the results (the parity tests cover that); here the
-  // uniform memory has no tree to keep.
-  c.prioritized = false;
-  EXPECT_EQ(ReplayMemory(c).stats().l2_kept, 0u);
-  c.prioritized = true;
-  c.device = Device::cpu();
-  EXPECT_EQ(ReplayMemory(c).stats().l2_kept, 0u);
 }
 
 TEST(GpuReplay, KernelFaultsAreOneSentence) {

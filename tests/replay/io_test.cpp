@@ -111,6 +111,7 @@ TEST(ReplayIo, RoundTripContinuesExactly) {
   EXPECT_EQ(b.size(), a.size());
   EXPECT_EQ(b.sum_tree_host(), a.sum_tree_host());
   EXPECT_EQ(b.min_tree_host(), a.min_tree_host());
+  EXPECT_EQ(b.min_tree_counts_host(), a.min_tree_counts_host());
   EXPECT_EQ(b.max_priority(), a.max_priority());
   for (int r = 0; r < 3; ++r) {
     const ReplayBatch x = a.sample_batch(16, 0.5), y = b.sample_batch(16, 0.5);
@@ -238,20 +239,20 @@ TEST(ReplayIo, CorruptTruncatedAndMismatchedFilesAreRefused) {
   // Not a replay file at all.
   { std::ofstream(path, std::ios::binary | std::ios::trunc) << "hello, world, this is text"; }
   expect_error([&] { b.load(path); }, "is not a redline replay file");
-  // An older format (version 3 stored the min tree's nodes as doubles): the header's version, same
-  // length.
+  // An older format (version 4 kept the min tree's inner levels and masses off the grid): the
+  // header's version, same length.
   a.save(path);
   {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
     std::string head(4096, '\0');  // the header lies in the first few hundred bytes
     f.read(head.data(), static_cast<std::streamsize>(head.size()));
-    const size_t at = head.find("\"version\":4");
+    const size_t at = head.find("\"version\":5");
     ASSERT_NE(at, std::string::npos);
     f.clear();
     f.seekp(static_cast<std::streamoff>(at + 10));
-    f.put('3');
+    f.put('4');
   }
-  expect_error([&] { b.load(path); }, "has format version 3; this redline reads version 4");
+  expect_error([&] { b.load(path); }, "has format version 4; this redline reads version 5");
   // Another configuration.
   ReplayConfig other = io_config();
   other.n_step = 3;
@@ -259,6 +260,13 @@ TEST(ReplayIo, CorruptTruncatedAndMismatchedFilesAreRefused) {
   fill(c, 20, 4);
   c.save(path);
   expect_error([&] { b.load(path); }, "was written with n_step = 3 but this memory has 2");
+  other = io_config();
+  other.priority_limit = 50.0;
+  ReplayMemory d(other);
+  fill(d, 20, 4);
+  d.save(path);
+  expect_error([&] { b.load(path); },
+               "was written with priority_limit = 50.0 but this memory has 1000.0");
   expect_error([&] { b.load(path + ".missing"); }, "could not open replay file");
   // Nothing changed.
   EXPECT_EQ(b.sum_tree_host(), before);

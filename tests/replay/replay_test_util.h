@@ -144,47 +144,61 @@ struct Reference {
   }
 };
 
-// Every internal node equals the in-order sum and the min of its kFanout children, bit for bit.
-// The min tree stores no leaves (mn holds the levels above them) unless the tree is a single level:
-// a leaf's min is its mass rounded to the nearest float where positive, else +inf. The min tree's
-// floats come as doubles (exact).
+// Every internal node of the sum tree equals the in-order sum of its kFanout children, bit for
+// bit, and so does the plain left-to-right sum: masses lie on a grid where sums are exact, so the
+// order cannot matter. The min tree is one level: each top-level node's smallest leaf mass rounded
+// to a float (+inf where none is positive), which in a one-level tree is each leaf's own. The min
+// tree's floats come as doubles (exact).
 inline void expect_tree_invariants(const std::vector<double>& sum, const std::vector<double>& mn,
-                                   const std::vector<int64_t>& offsets, int64_t leaves) {
+                                   const std::vector<int64_t>& offsets, int64_t leaves,
+                                   const std::vector<int64_t>& counts = {}) {
   constexpr int kFanout = replay::kFanout;
   const int levels = static_cast<int>(offsets.size()) - 1;
   const int64_t leaf0 = offsets[levels - 1];
-  const int64_t stored = levels == 1 ? offsets[levels] : leaf0;
-  ASSERT_EQ(static_cast<int64_t>(mn.size()), stored) << "the min tree's stored levels";
+  ASSERT_EQ(static_cast<int64_t>(mn.size()), offsets[1] - offsets[0]) << "the min tree's one level";
   // The top level is the only one of at most kTopNodes nodes (the two above it are not stored).
   EXPECT_LE(offsets[1] - offsets[0], replay::kTopNodes);
   if (levels > 1) EXPECT_GT(offsets[2] - offsets[1], replay::kTopNodes);
-  const auto min_at = [&](int64_t node) {  // written out here, not taken from replay_math.h
-    const double derived = sum[node] > 0.0 ? static_cast<float>(sum[node]) : INFINITY;
-    if (node < leaf0) return mn[node];
-    EXPECT_TRUE(node >= stored || mn[node] == derived) << "a stored leaf min differs: " << node;
-    return derived;
-  };
-  int64_t bad = 0;
+  int64_t bad = 0, order_dependent = 0;
   for (int d = 0; d + 1 < levels; ++d) {
     for (int64_t j = 0; j < offsets[d + 1] - offsets[d]; ++j) {
       const int64_t c = offsets[d + 1] + j * kFanout;
       if (c >= offsets[d + 2]) break;
       // The documented order: pairs, then quarters, then pairs of quarters, and so on (written
       // out here, not taken from replay_math.h, so that a change there is caught).
-      double q[8], m = min_at(c);
+      double q[8];
       for (int k = 0; k < kFanout / 4; ++k) {
         const double* x = &sum[c + 4 * k];
         q[k] = (x[0] + x[1]) + (x[2] + x[3]);
       }
       double s = (q[0] + q[1]) + (q[2] + q[3]);
       if (kFanout == 32) s = s + ((q[4] + q[5]) + (q[6] + q[7]));
-      for (int x = 1; x < kFanout; ++x) m = std::min(m, min_at(c + x));
-      if (std::memcmp(&s, &sum[offsets[d] + j], 8) != 0 || m != mn[offsets[d] + j]) ++bad;
+      double plain = 0.0;
+      for (int x = kFanout - 1; x >= 0; --x) plain += sum[c + x];
+      if (std::memcmp(&s, &sum[offsets[d] + j], 8) != 0) ++bad;
+      if (std::memcmp(&s, &plain, 8) != 0) ++order_dependent;
     }
   }
   EXPECT_EQ(bad, 0) << "internal nodes that differ from their children";
-  // A one-level tree has no internal node to reach its stored leaf mins through: check them here.
-  for (int64_t node = leaf0; node < stored; ++node) min_at(node);
+  EXPECT_EQ(order_dependent, 0) << "sums that change with the order of the additions";
+  // Each top node's min, from its leaves (written out here, not taken from replay_math.h).
+  const int64_t span = int64_t{1} << (replay::kFanoutBits * (levels - 1));
+  int64_t bad_min = 0, bad_count = 0;
+  for (int64_t top = 0; top < offsets[1] - offsets[0]; ++top) {
+    double m = INFINITY;
+    int64_t holders = 0;
+    for (int64_t i = top * span; i < std::min((top + 1) * span, leaves); ++i) {
+      const double mass = sum[leaf0 + i];
+      if (!(mass > 0.0)) continue;
+      const double x = static_cast<float>(mass);
+      holders = x < m ? 1 : holders + (x == m ? 1 : 0);
+      m = std::min(m, x);
+    }
+    if (m != mn[top]) ++bad_min;
+    if (levels > 1 && !counts.empty() && counts[static_cast<size_t>(top)] != holders) ++bad_count;
+  }
+  EXPECT_EQ(bad_min, 0) << "top-level mins that differ from their leaves'";
+  EXPECT_EQ(bad_count, 0) << "top-level counts of the leaves that hold the min";
   for (int64_t i = leaves; i < offsets[levels] - leaf0; ++i) EXPECT_EQ(sum[leaf0 + i], 0.0);
 }
 

@@ -2,10 +2,12 @@
 // an independent model of the rules, the portable power functions, and descent edge cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <random>
+#include <vector>
 
 #include "replay_test_util.h"
 #include "rl/replay/replay_math.h"
@@ -136,15 +138,17 @@ TEST(ReplayMath, LayoutAndDescent) {
     EXPECT_EQ(t.count[leaf_level], 1024);
   }
   std::vector<double> sum(t.nodes, 0.0);
-  std::vector<float> mn(t.nodes, INFINITY);
+  std::vector<float> mn(replay::tree_min_nodes(t), INFINITY);
+  EXPECT_EQ(replay::tree_min_nodes(t), t.count[0]);  // the min tree is the top level
   // Mass on leaves 3 (1.0), 500 (2.0) and 999 (1.0).
   for (auto [leaf, v] : std::map<int64_t, double>{{3, 1.0}, {500, 2.0}, {999, 1.0}}) {
-    sum[t.offset[leaf_level] + leaf] = v;
-    mn[t.offset[leaf_level] + leaf] = replay::tree_leaf_min(v);
+    replay::tree_set_leaf(t, sum.data(), mn.data(), leaf, v);
+    const int64_t top = replay::tree_top_of(t, leaf);
+    mn[top] = replay::tree_min(mn[top], replay::tree_leaf_min(v));
   }
   for (int d = leaf_level - 1; d >= 0; --d) {
     for (int64_t j = 0; j * replay::kFanout < t.count[d + 1]; ++j)
-      replay::tree_recompute(t, sum.data(), mn.data(), d, j);
+      replay::tree_recompute(t, sum.data(), d, j);
   }
   double total = 0.0;
   float min_leaf = 0.0f;
@@ -208,20 +212,113 @@ void run_invariant_sequence(bool prioritized, int64_t n_envs, int64_t k, int64_t
   }
   const std::vector<double> sum = m.sum_tree_host(), mn = m.min_tree_host();
   const std::vector<int64_t> off = m.tree_level_offsets();
-  testing::expect_tree_invariants(sum, mn, off, c.capacity);
+  testing::expect_tree_invariants(sum, mn, off, c.capacity, m.min_tree_counts_host());
   const int64_t leaf0 = off[off.size() - 2];
-  int64_t mismatches = 0, sampleable = 0;
+  const double unit = std::ldexp(
+      1.0, -static_cast<int>(replay::mass_unit_shift(c.capacity, c.alpha, c.priority_limit)));
+  int64_t mismatches = 0, sampleable = 0, off_grid = 0;
   for (int64_t slot = 0; slot < c.capacity; ++slot) {
     const int64_t g = ref.global_row(slot / n_envs);
     const bool ok = ref.sampleable(g, slot % n_envs);
     sampleable += ok;
-    // Leaves are p^alpha at float precision (priority_power; exact for uniform memories).
+    // Leaves are p^alpha at float precision (priority_power; exact for uniform memories), rounded
+    // to the memory's grid (leaf_mass): at most half a unit away.
     const double want = !ok ? 0.0 : (prioritized ? std::pow(priority[slot], c.alpha) : 1.0);
-    if (std::abs(sum[leaf0 + slot] - want) > 5e-7 * want) ++mismatches;
+    if (std::abs(sum[leaf0 + slot] - want) > 5e-7 * want + unit / 2) ++mismatches;
+    if (std::fmod(sum[leaf0 + slot], unit) != 0.0) ++off_grid;
   }
   EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(off_grid, 0) << "leaves off the grid of " << unit;
   EXPECT_GT(sampleable, 0);
   if (prioritized) EXPECT_NEAR(m.max_priority(), max_p, 1e-6);
+}
+
+// The grid: masses are p^alpha rounded to multiples of the unit, at least one unit, priorities
+// above the limit count as the limit; capacity leaves of the largest mass fit in 2^53 units, so
+// sums of masses in any order give the same bits.
+TEST(ReplayMath, MassesLieOnAGridWhereSumsAreExact) {
+  replay::ReplayView v;
+  v.alpha = 0.6;
+  v.priority_limit = 1e3;
+  v.prioritized = true;
+  for (int64_t capacity :
+       {int64_t{100}, int64_t{100'000}, int64_t{10'000'000}, int64_t{100'000'000}}) {
+    v.unit_shift = replay::mass_unit_shift(capacity, v.alpha, v.priority_limit);
+    const double unit = std::ldexp(1.0, -static_cast<int>(v.unit_shift));
+    const double largest = replay::leaf_mass(v, v.priority_limit);
+    EXPECT_LE(static_cast<double>(capacity) * largest, std::ldexp(1.0, 53) * unit) << capacity;
+    EXPECT_GT(static_cast<double>(capacity) * largest, std::ldexp(1.0, 52) * unit)
+        << capacity << ": the unit is the finest that fits";
+    EXPECT_EQ(replay::leaf_mass(v, 5e3), largest) << "above the limit counts as the limit";
+    EXPECT_EQ(replay::leaf_mass(v, 1e-30), unit) << "at least one unit";
+    std::mt19937 rng(static_cast<unsigned>(capacity));
+    std::vector<double> masses(static_cast<size_t>(std::min<int64_t>(capacity, 4096)));
+    for (double& m : masses) {
+      const double p = std::exp(std::uniform_real_distribution<double>(-14.0, 7.0)(rng));
+      m = replay::leaf_mass(v, p);
+      EXPECT_EQ(std::fmod(m, unit), 0.0);
+      const double exact = replay::priority_power(std::min(p, v.priority_limit), v.alpha);
+      EXPECT_LE(std::abs(m - exact), std::max(unit / 2, unit - exact)) << p;
+    }
+    // Scaled up to capacity leaves of the largest mass, in three orders.
+    masses.back() =
+        static_cast<double>(capacity - static_cast<int64_t>(masses.size()) + 1) * largest;
+    double forward = 0.0, backward = 0.0;
+    for (double m : masses) forward += m;
+    for (auto it = masses.rbegin(); it != masses.rend(); ++it) backward += *it;
+    std::shuffle(masses.begin(), masses.end(), rng);
+    double shuffled = 0.0;
+    for (double m : masses) shuffled += m;
+    EXPECT_EQ(forward, backward) << capacity;
+    EXPECT_EQ(forward, shuffled) << capacity;
+  }
+}
+
+// The min tree's counts and rescans: a leaf that held its top node's min alone and grows, or stops
+// being sampleable, makes the node take the next smallest leaf; a leaf that falls lowers it; ties
+// are counted.
+TEST(ReplayTree, TopMinFollowsAGrownHolder) {
+  ReplayConfig c;
+  c.num_envs = 64;
+  c.capacity = 64 * 80;  // 5,120 leaves: three levels, top nodes of 256 leaves
+  c.obs_shape = {1};
+  c.obs_dtype = DType::f32;
+  c.prioritized = true;
+  c.alpha = 1.0;
+  ReplayMemory m(c);
+  ScriptedEnvs envs(c.num_envs, 1, 1, false, 3);
+  for (int64_t step = 0; step < 80; ++step) testing::insert_step(m, envs.next(), c, Device::cpu());
+  const auto top_min = [&](int64_t top) { return m.min_tree_host()[static_cast<size_t>(top)]; };
+  const auto update = [&](std::vector<int64_t> idx, std::vector<float> p) {
+    const auto n = static_cast<int64_t>(idx.size());
+    m.update_priorities(Tensor::from_host(idx, {n}), Tensor::from_host(p, {n}));
+    testing::expect_tree_invariants(m.sum_tree_host(), m.min_tree_host(), m.tree_level_offsets(),
+                                    c.capacity, m.min_tree_counts_host());
+  };
+  // Top node 1 holds leaves 256..511. Lower two of them, then grow the smaller one back.
+  update({300, 400}, {0.25f, 0.5f});
+  EXPECT_EQ(top_min(1), 0.25);
+  update({300}, {2.0f});
+  EXPECT_EQ(top_min(1), 0.5);
+  // Two holders of the same min: growing one keeps it.
+  update({260, 270}, {0.125f, 0.125f});
+  EXPECT_EQ(m.min_tree_counts_host()[1], 2);
+  update({260}, {3.0f});
+  EXPECT_EQ(top_min(1), 0.125);
+  EXPECT_EQ(m.min_tree_counts_host()[1], 1);
+  // Within one batch, a holder grows and another leaf falls below it.
+  update({270, 280}, {4.0f, 0.0625f});
+  EXPECT_EQ(top_min(1), 0.0625);
+  // The last occurrence wins: 280 falls, then rises again in the same batch.
+  update({280, 290, 280}, {0.01f, 0.75f, 5.0f});
+  EXPECT_EQ(top_min(1), 0.5);
+  // Inserts that overwrite a holder: the memory wraps over rows 0.. (leaves 0..63 first).
+  update({10}, {0.03125f});
+  EXPECT_EQ(top_min(0), 0.03125);
+  testing::insert_step(m, envs.next(), c, Device::cpu());
+  testing::expect_tree_invariants(m.sum_tree_host(), m.min_tree_host(), m.tree_level_offsets(),
+                                  c.capacity, m.min_tree_counts_host());
+  EXPECT_GT(top_min(0), 0.03125);
 }
 
 TEST(ReplayTree, InvariantsUniformOneEnv) { run_invariant_sequence(false, 1, 1, 1); }

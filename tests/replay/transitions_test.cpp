@@ -140,6 +140,13 @@ TEST(ReplayErrors, BadInputIsOneClearSentence) {
   expect_error(
       [&] {
         ReplayConfig d = c;
+        d.priority_limit = 0.5;
+        ReplayMemory m(d);
+      },
+      "replay priority_limit is 0.5; it must be finite and >= 1");
+  expect_error(
+      [&] {
+        ReplayConfig d = c;
         d.capacity = 21;
         ReplayMemory m(d);
       },

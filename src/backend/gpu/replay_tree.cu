@@ -13,12 +13,10 @@
 // total from it by shuffles. A group finds the child with four shuffle steps of tree_prefix_sums
 // and two ballots: the CPU's tree_choose_child, bit for bit. Each draw's Philox number is made
 // before the kernel ahead has finished (chained launch), and the last block to read the offset
-// advances it before it lets later kernels start. Update runs one block per tree (sums, mins),
-// because each tree level must be final before its parents are recomputed (__syncthreads between
-// levels); kUpdateLanes lanes serve an index, each combining a quarter of a node's children, and
-// two butterfly steps give the parent in tree_combine's pairwise order. On NVIDIA GPUs update marks
-// the min tree's inner levels persisting in L2 (reserve_l2), so its min block finds them there at
-// large capacities.
+// advances it before it lets later kernels start. Update runs one block, which adds each new
+// leaf's change to its ancestors with one atomic add per level (masses lie on a grid on which every
+// sum is exact, so the order of the adds does not change the bits: replay_math.h, leaf_mass) and
+// keeps the min tree's top-level mins (tree_min_nodes).
 #include <algorithm>
 #include <cfloat>
 #include <climits>
@@ -129,18 +127,11 @@ constexpr int kShareQuarters = kFanout / 4 / kUpdateLanes;  // per lane
 static_assert(kShareQuarters >= 1 && (kShareQuarters & (kShareQuarters - 1)) == 0,
               "whole quarters per lane");
 
-// The butterfly steps: doubles are the sum tree's (added), floats the min tree's (the smaller).
+// The butterfly steps of the sum tree's parent.
 __device__ inline double group_butterfly(double x) {
 #pragma unroll
   for (int step = 1; step < kUpdateLanes; step *= 2) {
     x = x + __shfl_xor_sync(redline::gpu::kFullLaneMask, x, step, kUpdateLanes);
-  }
-  return x;
-}
-__device__ inline float group_butterfly(float x) {
-#pragma unroll
-  for (int step = 1; step < kUpdateLanes; step *= 2) {
-    x = tree_min(x, __shfl_xor_sync(redline::gpu::kFullLaneMask, x, step, kUpdateLanes));
   }
   return x;
 }
@@ -163,34 +154,6 @@ __device__ inline double group_sum(const double* src) {
   return group_butterfly(share[0]);
 }
 
-// The min tree's parent from stored min nodes (floats: replay_math.h, tree_leaf_min).
-__device__ inline float group_min(const float* src) {
-  const auto* c4 = reinterpret_cast<const float4*>(src);
-  float share = 0.0f;
-#pragma unroll
-  for (int q = 0; q < kShareQuarters; ++q) {
-    const float4 c = c4[q];
-    const float quarter[4] = {c.x, c.y, c.z, c.w};
-    share = q == 0 ? tree_quarter_min(quarter) : tree_min(share, tree_quarter_min(quarter));
-  }
-  return group_butterfly(share);
-}
-
-// The min tree's parent of sum leaves: the min tree stores no leaves, so their mins are derived
-// (tree_leaf_min: the mass rounded to a float, +inf where it is 0).
-__device__ inline float group_min_of_leaves(const double* src) {
-  const auto* c2 = reinterpret_cast<const double2*>(src);
-  float share = 0.0f;
-#pragma unroll
-  for (int q = 0; q < kShareQuarters; ++q) {
-    const double2 lo = c2[2 * q], hi = c2[2 * q + 1];
-    const float quarter[4] = {tree_leaf_min(lo.x), tree_leaf_min(lo.y), tree_leaf_min(hi.x),
-                              tree_leaf_min(hi.y)};
-    share = q == 0 ? tree_quarter_min(quarter) : tree_min(share, tree_quarter_min(quarter));
-  }
-  return group_butterfly(share);
-}
-
 // Chained launches (sm_90 programmatic dependent launch): a kernel launched by launch_chained may
 // start while the previous kernel on its stream finishes, so the launch latency overlaps that
 // kernel's tail; it must call wait_for_previous_grid() before it reads anything. Elsewhere (HIP,
@@ -203,16 +166,6 @@ __device__ inline void wait_for_previous_grid() {
 __device__ inline void allow_next_grid() {
 #if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-// Keeps the compiler from moving the computation of `value` past what follows (a barrier), so that
-// work which does not depend on the barrier is done before it. A no-op on HIP.
-__device__ inline void pin_before_barrier(int64_t& value) {
-#if !REDLINE_HIP
-  asm volatile("" : "+l"(value));
-#else
-  (void)value;
 #endif
 }
 
@@ -250,40 +203,16 @@ bool chained_launch_supported() {
 #endif
 }
 
-// A range of device memory whose lines a launch marks persisting in L2 (the set-aside that
-// reserve_l2 sized), `share` of them where the range exceeds it. Empty: no marking.
-struct L2Keep {
-  const void* base = nullptr;
-  size_t bytes = 0;
-  float share = 0.0f;
-};
-
-// The min tree's inner levels (every stored level above the leaves), for update: the window that
-// reserve_l2 set.
-L2Keep min_inner_levels(const ReplayView& v) {
-  return {v.min, static_cast<size_t>(v.l2_window_bytes), v.l2_window_share};
-}
-
-// A launch with launch attributes where it needs any: the chained launch on sm_90 and later, and
-// keep's L2 window wherever it is set (reserve_l2 sets it from sm_80 on).
+// A launch with the chained-launch attribute on sm_90 and later; a plain launch elsewhere.
 template <typename... Params, typename... Args>
 void launch_chained(void (*kernel)(Params...), unsigned int blocks, unsigned int threads,
-                    size_t shared_bytes, cudaStream_t stream, L2Keep keep, Args... args) {
+                    size_t shared_bytes, cudaStream_t stream, Args... args) {
 #if !REDLINE_HIP
-  cudaLaunchAttribute attributes[2]{};
+  cudaLaunchAttribute attributes[1]{};
   unsigned int count = 0;
   if (chained_launch_supported()) {
     attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[count++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (keep.bytes > 0) {
-    attributes[count].id = cudaLaunchAttributeAccessPolicyWindow;
-    cudaAccessPolicyWindow& w = attributes[count++].val.accessPolicyWindow;
-    w.base_ptr = const_cast<void*>(keep.base);
-    w.num_bytes = keep.bytes;
-    w.hitRatio = keep.share;
-    w.hitProp = cudaAccessPropertyPersisting;
-    w.missProp = cudaAccessPropertyNormal;
   }
   if (count > 0) {
     cudaLaunchConfig_t config{};
@@ -296,37 +225,249 @@ void launch_chained(void (*kernel)(Params...), unsigned int blocks, unsigned int
     GPU_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
     return;
   }
-#else
-  (void)keep;
 #endif
   kernel<<<blocks, threads, shared_bytes, stream>>>(static_cast<Params>(args)...);
   GPU_CHECK_LAUNCH();
 }
 
+// Minimum (kMax false) or maximum over groups of 32 lanes (a whole warp on NVIDIA, half a
+// wavefront on CDNA): one redux instruction on sm_80 and later, five shuffle steps elsewhere.
+template <bool kMax, typename T>
+__device__ inline T lanes32_extreme(T value) {
+#if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (kMax) {
+    return __reduce_max_sync(redline::gpu::kFullLaneMask, value);
+  } else {
+    return __reduce_min_sync(redline::gpu::kFullLaneMask, value);
+  }
+#else
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const T other = __shfl_xor_sync(redline::gpu::kFullLaneMask, value, offset, 32);
+    value = kMax ? max(value, other) : min(value, other);
+  }
+  return value;
+#endif
+}
+
+// ---- the min tree's top mins and counts
+// ----------------------------------------------------------- A block settles the top nodes its
+// leaf changes touch (tree_top_touched) in three steps, one barrier apart, in shared memory: (1)
+// each touched node's new min, the smallest of its min before and its changed leaves' new mins
+// (atomic minimums), and its owner, the lowest thread with a change there; (2) the count's change:
+// +1 for each new min equal to it, -1 for each old one; (3) the owner stores both, or marks the
+// node for a rescan where its count falls to 0 under a finite min. Steps 2 and 3 run only where
+// some change touches a node (one __syncthreads_or decides), which random priorities rarely do.
+// Shared state is set before the kernel reads anything.
+constexpr int kRescanWords = static_cast<int>(kTopNodes / 32);
+
+struct TopScratch {
+  unsigned int min_bits[kTopNodes];  // step 1: non-negative floats and +inf order like their bits
+  int owner[kTopNodes];
+  int delta[kTopNodes];               // step 2
+  unsigned int rescan[kRescanWords];  // step 3: one bit per node to rescan
+};
+
+__device__ inline void top_scratch_clear(TopScratch& t) {
+  for (int k = static_cast<int>(threadIdx.x); k < kTopNodes; k += static_cast<int>(blockDim.x)) {
+    t.min_bits[k] = 0xFFFFFFFFu;
+    t.owner[k] = INT_MAX;
+    t.delta[k] = 0;
+    if (k < kRescanWords) t.rescan[k] = 0;
+  }
+}
+
+// Step 1 for one change (old and new mass of a leaf below `top`, whose min was top_min).
+__device__ inline void top_step_min(TopScratch& t, int64_t top, double new_mass, float top_min) {
+  atomicMin(&t.min_bits[top], __float_as_uint(top_min));
+  if (new_mass > 0.0) atomicMin(&t.min_bits[top], __float_as_uint(tree_leaf_min(new_mass)));
+  atomicMin(&t.owner[top], static_cast<int>(threadIdx.x));
+}
+
+// Step 2 for one change.
+__device__ inline void top_step_count(TopScratch& t, int64_t top, double old_mass,
+                                      double new_mass) {
+  const unsigned int m = t.min_bits[top];
+  const int d = (new_mass > 0.0 && __float_as_uint(tree_leaf_min(new_mass)) == m ? 1 : 0) -
+                (old_mass > 0.0 && __float_as_uint(tree_leaf_min(old_mass)) == m ? 1 : 0);
+  if (d != 0) atomicAdd(&t.delta[top], d);
+}
+
+// Step 3 for one change: its node's owner stores the node, or marks it for a rescan, once (then
+// gives the node up, so that its later changes there do nothing). top_min and top_count: the
+// node's, read before the store.
+__device__ inline void top_step_store(const ReplayView& v, TopScratch& t, int64_t top,
+                                      float top_min, uint32_t top_count) {
+  if (t.owner[top] != static_cast<int>(threadIdx.x)) return;
+  t.owner[top] = -1;
+  const unsigned int m = t.min_bits[top];
+  const int64_t count = (m == __float_as_uint(top_min) ? int64_t{top_count} : 0) + t.delta[top];
+  if (count == 0 && m != kFloatInfBits) {
+    atomicOr(&t.rescan[top / 32], 1u << (top % 32));
+  } else {
+    v.min[top] = __uint_as_float(m);
+    v.min_count[top] = static_cast<uint32_t>(count);
+  }
+}
+
+// Sets each marked node's min and count from its leaves (after the block's leaf writes and a
+// barrier). Every thread of the block calls it. Rare: see tree_min_nodes.
+__device__ void rescan_tops(const ReplayView& v, const unsigned int* rescan) {
+  __shared__ unsigned int warp_min[kMaxThreads / 32];
+  __shared__ unsigned int warp_count[kMaxThreads / 32];
+  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
+  const int warps = static_cast<int>(blockDim.x) / 32;
+  for (int w = 0; w < kRescanWords; ++w) {
+    unsigned int bits = rescan[w];  // the same in every thread
+    while (bits != 0) {
+      const int64_t top = int64_t{w} * 32 + (__ffs(bits) - 1);
+      bits &= bits - 1;
+      int64_t first = 0, end = 0;
+      tree_top_leaves(v.tree, top, &first, &end);
+      unsigned int m = kFloatInfBits, c = 0;
+      for (int64_t j = first + threadIdx.x; j < end; j += blockDim.x) {
+        const double mass = v.sum[leaf0 + j];
+        const unsigned int x = __float_as_uint(tree_leaf_min(mass));
+        c = mass > 0.0 ? (x < m ? 1u : c + (x == m ? 1u : 0u)) : c;
+        m = mass > 0.0 ? min(m, x) : m;
+      }
+      // Over 32 lanes: the smallest min, then the counts of the lanes that hold it.
+      const unsigned int lm = lanes32_extreme<false>(m);
+      unsigned int lc = m == lm ? c : 0u;
+      for (int offset = 16; offset > 0; offset /= 2) {
+        lc += __shfl_xor_sync(redline::gpu::kFullLaneMask, lc, offset, 32);
+      }
+      if (threadIdx.x % 32 == 0) {
+        warp_min[threadIdx.x / 32] = lm;
+        warp_count[threadIdx.x / 32] = lc;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        unsigned int bm = warp_min[0], bc = warp_count[0];
+        for (int k = 1; k < warps; ++k) {
+          bc = warp_min[k] < bm ? warp_count[k] : bc + (warp_min[k] == bm ? warp_count[k] : 0u);
+          bm = min(bm, warp_min[k]);
+        }
+        v.min[top] = __uint_as_float(bm);
+        v.min_count[top] = bm == kFloatInfBits ? 0u : bc;
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// What a leaf's change (old and new mass, both sampleable) does to its top node, whose min and
+// count were top_min and top_count: 0 (nothing), one more holder of its min (kTopTies), one fewer
+// where fewer than `batch` holders cannot empty it (kTopLeaves), or kTopSettle: it lowers the min,
+// or takes a holder from a node that the batch might empty.
+enum TopKind : unsigned int { kTopSettle = 1, kTopTies = 2, kTopLeaves = 4 };
+__device__ inline unsigned int top_kind_of(double old_mass, double new_mass, float top_min,
+                                           uint32_t top_count, int64_t batch) {
+  const float was = tree_leaf_min(old_mass), now = tree_leaf_min(new_mass);
+  if (now < top_min) return kTopSettle;
+  if (was == now) return 0;
+  if (now == top_min) return kTopTies;
+  if (was != top_min) return 0;
+  return int64_t{top_count} > batch ? kTopLeaves : kTopSettle;
+}
+
+// Update's top nodes after its leaves are written: `kinds`, the OR of every change's TopKind (the
+// same in every thread), picks the way; `kind` is this thread's change's (0: none). Where no change
+// needs settling (no min falls, no node can lose all its holders), each count moves by one atomic
+// add with no barrier: ties and the leaving of one holder among many are what a batch does to a
+// flat stretch of equal priorities (new transitions all enter at the running maximum), and three
+// barriers there cost 0.10-0.17 µs per pair (bench/RESULTS.md, 2026-12-07, tenth session).
+// Otherwise the three shared steps above, and the rescans. Every thread of the block calls it.
+__device__ inline void settle_top_mins(const ReplayView& v, TopScratch& t, unsigned int kinds,
+                                       unsigned int kind, int64_t slot, double old_mass,
+                                       double new_mass, float top_min, uint32_t top_count) {
+  const int64_t top = tree_top_of(v.tree, slot);
+  if (!(kinds & kTopSettle)) {
+    if (kind == kTopTies) atomicAdd(v.min_count + top, 1u);
+    if (kind == kTopLeaves) atomicAdd(v.min_count + top, 0xFFFFFFFFu);  // minus 1
+    return;
+  }
+  if (kind != 0) top_step_min(t, top, new_mass, top_min);
+  __syncthreads();
+  if (kind != 0) top_step_count(t, top, old_mass, new_mass);
+  __syncthreads();
+  if (kind != 0) top_step_store(v, t, top, top_min, top_count);
+  __syncthreads();
+  rescan_tops(v, t.rescan);
+}
+
 // ---- insert: leaves of the overwritten, history-less and completed rows, then ancestors -------
+// Each thread's slots are visited three times: to settle the top nodes (steps 1 and 2, reading the
+// old leaves), then to write the leaves and store the nodes (step 3).
 __global__ void __launch_bounds__(kMaxThreads) insert_tree_kernel(ReplayView v) {
+  __shared__ TopScratch scratch;
+  top_scratch_clear(scratch);
+  __syncthreads();
   const int64_t g = *v.rows_written;
   int64_t rows[kMaxStack + 1];
   int64_t completed = -1;
   const int m = insert_changed_rows(v, g, rows, &completed);
   const double entry = entry_leaf_value(v, *v.max_priority);
+  const int leaf_level = v.tree.levels - 1;
+  const int64_t leaf0 = v.tree.offset[leaf_level];
+  const bool top_mins = leaf_level > 0;
+  // The changed rows are distinct, so each slot is visited once per pass.
+  const auto new_value = [&](int i, int64_t slot) {
+    return rows[i] == completed && !(v.flags[slot] & kTruncated) ? entry : 0.0;
+  };
+  bool touched = false;
+  if (top_mins) {
+    for (int i = 0; i < m; ++i) {
+      for (int64_t e = threadIdx.x; e < v.envs; e += blockDim.x) {
+        const int64_t slot = rows[i] * v.envs + e;
+        const int64_t top = tree_top_of(v.tree, slot);
+        const double value = new_value(i, slot);
+        if (tree_top_touched(v.sum[leaf0 + slot], value, v.min[top])) {
+          top_step_min(scratch, top, value, v.min[top]);
+          touched = true;
+        }
+      }
+    }
+  }
+  if (__syncthreads_or(touched)) {
+    for (int i = 0; i < m; ++i) {
+      for (int64_t e = threadIdx.x; e < v.envs; e += blockDim.x) {
+        const int64_t slot = rows[i] * v.envs + e;
+        const int64_t top = tree_top_of(v.tree, slot);
+        const double old_mass = v.sum[leaf0 + slot];
+        const double value = new_value(i, slot);
+        if (tree_top_touched(old_mass, value, v.min[top])) {
+          top_step_count(scratch, top, old_mass, value);
+        }
+      }
+    }
+    __syncthreads();
+    for (int i = 0; i < m; ++i) {
+      for (int64_t e = threadIdx.x; e < v.envs; e += blockDim.x) {
+        const int64_t slot = rows[i] * v.envs + e;
+        const int64_t top = tree_top_of(v.tree, slot);
+        const float top_min = v.min[top];
+        if (tree_top_touched(v.sum[leaf0 + slot], new_value(i, slot), top_min)) {
+          top_step_store(v, scratch, top, top_min, v.min_count[top]);
+        }
+      }
+    }
+    __syncthreads();  // every owner has read its node before any stores it
+  }
   for (int i = 0; i < m; ++i) {
     for (int64_t e = threadIdx.x; e < v.envs; e += blockDim.x) {
       const int64_t slot = rows[i] * v.envs + e;
-      double value = 0.0;
-      if (rows[i] == completed && !(v.flags[slot] & kTruncated)) value = entry;
-      set_leaf(v, slot, value);
+      set_leaf(v, slot, new_value(i, slot));
     }
   }
   __syncthreads();
-  const int leaf_level = v.tree.levels - 1;
+  rescan_tops(v, scratch.rescan);
   for (int d = leaf_level - 1; d >= 0; --d) {
     const int shift = kFanoutBits * (leaf_level - d);
     for (int i = 0; i < m; ++i) {
       const int64_t lo = (rows[i] * v.envs) >> shift;
       const int64_t hi = (rows[i] * v.envs + v.envs - 1) >> shift;
       for (int64_t n = lo + threadIdx.x; n <= hi; n += blockDim.x) {
-        tree_recompute(v.tree, v.sum, v.min, d, n);
+        tree_recompute(v.tree, v.sum, d, n);
       }
     }
     __syncthreads();
@@ -586,35 +727,14 @@ __device__ inline int record_position(unsigned long long* slot_index, int* slot_
   }
 }
 
-// Minimum (kMax false) or maximum over groups of 32 lanes (a whole warp on NVIDIA, half a
-// wavefront on CDNA): one redux instruction on sm_80 and later, five shuffle steps elsewhere.
-template <bool kMax, typename T>
-__device__ inline T lanes32_extreme(T value) {
-#if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (kMax) {
-    return __reduce_max_sync(redline::gpu::kFullLaneMask, value);
-  } else {
-    return __reduce_min_sync(redline::gpu::kFullLaneMask, value);
-  }
-#else
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const T other = __shfl_xor_sync(redline::gpu::kFullLaneMask, value, offset, 32);
-    value = kMax ? max(value, other) : min(value, other);
-  }
-  return value;
-#endif
-}
-
 // ---- update -------------------------------------------------------------------------------------
-// The ancestors of the updated leaves in one tree (kMins: the min tree, else the sum tree): each
-// pass of groups recomputes its indices' paths bottom-up, a barrier between levels. A later pass
-// recomputes the ancestors it shares with an earlier one after all leaves are written, so every
-// node ends final. (Electing one group per shared ancestor, through a bit per node set with shared
-// atomics, measured 0.65 us slower: the atomics cost more than the duplicate loads and stores they
-// save.) Every thread of the block must call it.
-template <bool kMins>
-__device__ inline void update_ancestors(const ReplayView& v, int64_t batch, const int64_t* indices,
-                                        const int64_t* staged_index, bool use_staged) {
+// The sum tree's ancestors of the updated leaves, recomputed level by level (the path of batches
+// larger than kStagedIndices; staged batches add each leaf's change instead): each pass of groups
+// recomputes its indices' paths bottom-up, a barrier between levels. A later pass recomputes the
+// ancestors it shares with an earlier one after all leaves are written, so every node ends final.
+// Every thread of the block must call it.
+__device__ inline void update_ancestors(const ReplayView& v, int64_t batch,
+                                        const int64_t* indices) {
   const int leaf_level = v.tree.levels - 1;
   const int64_t leaf0 = v.tree.offset[leaf_level];
   const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
@@ -623,54 +743,45 @@ __device__ inline void update_ancestors(const ReplayView& v, int64_t batch, cons
   for (int64_t first = 0; first < batch; first += groups) {
     const int64_t i = first + group;
     const bool active = i < batch;
-    const int64_t idx = active ? (use_staged ? staged_index[i] : indices[i]) : 0;
-    // The node a level recomputes and this lane's share of its children: set here for the
-    // deepest level, and for each next level before the barrier that ends the level before (an
-    // empty asm keeps the compiler from moving that arithmetic past the barrier), so that a
-    // level's loads go out as soon as its barrier opens.
+    const int64_t idx = active ? indices[i] : 0;
     constexpr int kShare = kFanout / kUpdateLanes;
     int64_t node = idx >> kFanoutBits;
     int64_t child = leaf0 + node * kFanout + kShare * lane;
-    // Unrolled over every possible level, so that each level's offsets are static parameter loads
-    // (unlike sample's descent: here a loop measured 0.1 us slower).
-#pragma unroll
-    for (int d = kMaxLevels - 2; d >= 0; --d) {
-      if (d >= leaf_level) continue;  // the same in every thread
-      const bool leaves = d + 1 == leaf_level;
-      using Node = std::conditional_t<kMins, float, double>;
-      Node x;
-      if constexpr (kMins) {
-        x = leaves ? group_min_of_leaves(v.sum + child) : group_min(v.min + child);
-      } else {
-        x = group_sum(v.sum + child);
-      }
+    for (int d = leaf_level - 1; d >= 0; --d) {
+      const double x = group_sum(v.sum + child);
       const int64_t at = v.tree.offset[d] + node;
       node >>= kFanoutBits;
-      child = v.tree.offset[d] + node * kFanout + kShare * lane;
-      pin_before_barrier(child);
-      if (active && lane == 0) {  // groups sharing a parent write the same bits
-        if constexpr (kMins) {
-          v.min[at] = x;
-        } else {
-          v.sum[at] = x;
-        }
-      }
+      if (d > 0) child = v.tree.offset[d] + node * kFanout + kShare * lane;
+      if (active && lane == 0) v.sum[at] = x;  // groups sharing a parent write the same bits
       __syncthreads();
     }
   }
 }
 
-// Two blocks, one per tree, side by side on two SMs: block 0 recomputes the sum tree's ancestors,
-// block 1 the min tree's (one block doing both spent 0.6 to 1.0 µs more on the H200,
-// bench/RESULTS.md). Both write the same leaves with the same bits (set_leaf; the min tree stores
-// leaves only in a one-level tree), so each block reads back its own writes and neither waits for
-// the other; block 1 derives the leaves' mins from the sum leaves. An update never changes whether
-// a leaf is sampleable (sum leaf > 0), so reading that before or after the other block's write
-// gives the same answer. Each block has three phases, each one dependent global round trip: (1)
-// every index checked, with its new leaf value (priority^alpha, 0 marks a slot that is not
-// sampleable) computed by the thread that loaded it; (2) leaves written by the last occurrence of
-// each index; (3) ancestors, level by level. Block 0 alone reports faults and raises the running
-// maximum.
+// Adds a leaf's change to each of its ancestors in the sum tree: one atomic add per level, with no
+// barrier between levels. Masses and every sum of them are exact on the memory's grid (leaf_mass),
+// so the adds give the bits of a recomputation in any order.
+__device__ inline void add_to_ancestors(const ReplayView& v, int64_t slot, double change) {
+  const int leaf_level = v.tree.levels - 1;
+  int64_t node = slot;
+  // Unrolled over every possible level, so that each level's offset is a static parameter load.
+#pragma unroll
+  for (int d = kMaxLevels - 2; d >= 0; --d) {
+    if (d >= leaf_level) continue;  // the same in every thread
+    node >>= kFanoutBits;
+    atomicAdd(v.sum + v.tree.offset[d] + node, change);
+  }
+}
+
+// One block. Phase 1: every index checked, with its new leaf value (leaf_mass, 0 marks a slot
+// that is not sampleable) computed by the thread that loaded it, beside its old leaf and its top
+// node's min and count, and what the change does to that node (top_kind_of). Phase 2: the last
+// occurrence of each index writes its leaf, adds the change to the leaf's ancestors (one atomic add
+// per level, no barrier), and settles its top node (settle_top_mins). Against walking the levels
+// one barrier apart (as batches larger than kStagedIndices still do), the sample-and-update pair
+// takes 0.5 / 0.5 / 1.0 µs less at 1e5 / 1e6 / 1e7 (bench/RESULTS.md, 2026-12-07, tenth session).
+// One block reads each old leaf before any write: a second block writing the same leaves could
+// overwrite one before the other read it.
 //
 // Phase 1 ends in one barrier whose OR says whether any index or priority is bad, or the batch is
 // not sorted; only then are the first bad positions found (a second reduction and barrier), or the
@@ -688,10 +799,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   __shared__ int block_bad_index;  // first bad position in the batch, or INT_MAX
   __shared__ int block_bad_priority;
   __shared__ unsigned int block_max_bits;  // positive floats order like their bits
-  __shared__ int64_t staged_index[kStagedIndices];
   __shared__ unsigned long long slot_index[kLastSlots];
   __shared__ int slot_last[kLastSlots];
-  const bool mins = blockIdx.x == 1;
+  __shared__ TopScratch scratch;
+  __shared__ unsigned int block_top_kinds;  // the TopKind bits of the batch's changes
   const bool use_staged = batch <= kStagedIndices;
   const int leaf_level = v.tree.levels - 1;
   const int64_t capacity = v.rows * v.envs;
@@ -701,8 +812,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     block_bad_index = INT_MAX;
     block_bad_priority = INT_MAX;
     block_max_bits = 0;
+    block_top_kinds = 0;
     warm_parameters(v);
   }
+  top_scratch_clear(scratch);
   __syncthreads();
   wait_for_previous_grid();  // before any global read: the indices may come from the kernel before
   const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
@@ -731,6 +844,11 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   // and, in a sorted batch, to tell whether this thread holds its index's last occurrence.
   int64_t my_index = 0, next_index = LLONG_MAX;
   double new_leaf = 0.0;  // this thread's new leaf value, 0 where nothing is written
+  double old_leaf = 0.0;  // and the one it replaces
+  float top_min = 0.0f;   // its top node's min and count, read beside the old leaf
+  uint32_t top_count = 0;
+  unsigned int top_kind = 0;  // what its change does to its top node (TopKind)
+  const bool top_mins = leaf_level > 0;
   if (use_staged) {
     const int i = static_cast<int>(threadIdx.x);  // the block has at least `batch` threads
     if (i < batch) {
@@ -742,11 +860,20 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       if (!checkers) check(i, idx, p, next_index);
       // The old leaf's load and the power are independent, so they overlap; the old leaf is
       // first needed after the barrier.
-      const double old_leaf = v.sum[leaf0 + (idx_ok ? idx : 0)];
-      const double powered = priority_power(p_ok ? static_cast<double>(p) : 1.0, v.alpha);
-      staged_index[i] = idx;
+      const int64_t slot = idx_ok ? idx : 0;
+      old_leaf = v.sum[leaf0 + slot];
+      if (top_mins) {
+        top_min = v.min[tree_top_of(v.tree, slot)];
+        top_count = v.min_count[tree_top_of(v.tree, slot)];
+      }
+      const double mass = leaf_mass(v, p_ok ? static_cast<double>(p) : 1.0);
       my_index = idx;
-      new_leaf = idx_ok && p_ok && old_leaf > 0.0 ? powered : 0.0;
+      new_leaf = idx_ok && p_ok && old_leaf > 0.0 ? mass : 0.0;
+      if (top_mins && new_leaf > 0.0) {  // every occurrence, so the batch's kinds are a superset
+        top_kind = top_kind_of(old_leaf, new_leaf, top_min, top_count, batch);
+        if (top_kind != 0) atomicOr(&block_top_kinds, top_kind);
+      }
+
     } else if (checkers && i >= first_checker && i < first_checker + batch) {
       const int64_t j = i - first_checker;
       check(j, indices[j], priorities[j], j + 1 < batch ? indices[j + 1] : LLONG_MAX);
@@ -778,7 +905,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     __syncthreads();
     bad_index = block_bad_index;
     bad_priority = block_bad_priority;
-    if (threadIdx.x == 0 && !mins) {  // nothing changes in either tree
+    if (threadIdx.x == 0) {  // nothing changes in either tree
       if (bad_index <= bad_priority) {
         report_fault(v.fault, kFaultIndex, bad_index, static_cast<double>(indices[bad_index]));
       } else {
@@ -802,11 +929,21 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     __syncthreads();
     if (threadIdx.x < batch) last = slot_last[my_slot] == static_cast<int>(threadIdx.x);
   }
-  // Leaves: only the last occurrence of an index writes, and only while the slot is sampleable.
+  // Leaves: only the last occurrence of an index writes, and only while the slot is sampleable;
+  // then its change goes to the sum tree's ancestors, and to its top node's min and count
+  // (settle_top_mins).
   if (use_staged) {
-    if (last && new_leaf > 0.0) set_leaf(v, my_index, new_leaf);
+    if (last && new_leaf > 0.0) {
+      set_leaf(v, my_index, new_leaf);
+      add_to_ancestors(v, my_index, new_leaf - old_leaf);
+    }
+    if (top_mins) {
+      settle_top_mins(v, scratch, block_top_kinds, last ? top_kind : 0u, my_index, old_leaf,
+                      new_leaf, top_min, top_count);
+    }
   } else {
-    // The group of index i scans the later positions, each lane every kUpdateLanes-th one.
+    // The group of index i scans the later positions, each lane every kUpdateLanes-th one. A
+    // touched top node is rescanned (batches this large are rare).
     const int lane = static_cast<int>(threadIdx.x) % kUpdateLanes;
     const int64_t group = threadIdx.x / kUpdateLanes;
     const int64_t groups = blockDim.x / kUpdateLanes;
@@ -816,18 +953,24 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       for (int offset = kUpdateLanes / 2; offset > 0; offset /= 2) {
         later |= __shfl_xor_sync(redline::gpu::kFullLaneMask, later, offset, kUpdateLanes);
       }
-      if (i < batch && lane == 0 && !later && v.sum[leaf0 + indices[i]] > 0.0) {
-        set_leaf(v, indices[i], priority_power(static_cast<double>(priorities[i]), v.alpha));
+      if (i < batch && lane == 0 && !later) {
+        const int64_t slot = indices[i];
+        const int64_t top = tree_top_of(v.tree, slot);
+        const double old_mass = v.sum[leaf0 + slot];
+        if (old_mass > 0.0) {
+          const double mass = leaf_mass(v, static_cast<double>(priorities[i]));
+          if (top_mins && tree_top_touched(old_mass, mass, v.min[top])) {
+            atomicOr(&scratch.rescan[top / 32], 1u << (top % 32));
+          }
+          set_leaf(v, slot, mass);
+        }
       }
     }
+    __syncthreads();
+    if (top_mins) rescan_tops(v, scratch.rescan);
+    update_ancestors(v, batch, indices);
   }
-  __syncthreads();
-  if (mins) {
-    update_ancestors<true>(v, batch, indices, staged_index, use_staged);
-  } else {
-    update_ancestors<false>(v, batch, indices, staged_index, use_staged);
-  }
-  if (threadIdx.x == 0 && !mins) {
+  if (threadIdx.x == 0) {
     const double p = static_cast<double>(__uint_as_float(block_max_bits));
     if (p > max_before) *v.max_priority = p;
   }
@@ -848,55 +991,15 @@ void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_d
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const int64_t per_block = kSampleThreads / kDrawLanes;
   const auto blocks = static_cast<unsigned int>((batch + per_block - 1) / per_block);
-  launch_chained(sample_kernel, blocks, kSampleThreads, 0, s, L2Keep{}, v, batch, beta, beta_device,
-                 indices, weights);
+  launch_chained(sample_kernel, blocks, kSampleThreads, 0, s, v, batch, beta, beta_device, indices,
+                 weights);
 }
 
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  // Two blocks: the sum tree's and the min tree's.
-  launch_chained(update_kernel, 2, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s,
-                 min_inner_levels(v), v, batch, indices, priorities);
-}
-
-// At 1e7 leaves the min tree's inner levels are 2.5 MiB that update alone reads, one line per index
-// and level, while the leaves' traffic (sample reads 2 KiB of leaves per draw) passes through L2
-// and evicts them between two visits of a line: the min block then waited on memory where the sum
-// block (whose inner lines sample has just read) hit L2. Marked persisting, they stay.
-int64_t reserve_l2(ReplayView* v) {
-  v->l2_window_bytes = 0;
-  v->l2_window_share = 0.0f;
-#if REDLINE_HIP
-  return 0;
-#else
-  const int64_t bytes = v->tree.offset[v->tree.levels - 1] * static_cast<int64_t>(sizeof(float));
-  int device = 0, most = 0, window = 0;
-  size_t set_aside = 0;
-  if (bytes == 0 || cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&most, cudaDevAttrMaxPersistingL2CacheSize, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&window, cudaDevAttrMaxAccessPolicyWindowSize, device) !=
-          cudaSuccess ||
-      most <= 0 || window <= 0 ||
-      cudaDeviceGetLimit(&set_aside, cudaLimitPersistingL2CacheSize) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  // Only ever raised: another memory on this device may have asked for more.
-  const size_t want = std::min(static_cast<size_t>(bytes), static_cast<size_t>(most));
-  if (set_aside < want) {
-    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want) != cudaSuccess ||
-        cudaDeviceGetLimit(&set_aside, cudaLimitPersistingL2CacheSize) != cudaSuccess) {
-      (void)cudaGetLastError();  // refused (MIG, MPS): update runs without the window
-      return 0;
-    }
-  }
-  if (set_aside == 0) return 0;
-  const size_t span = std::min(static_cast<size_t>(bytes), static_cast<size_t>(window));
-  v->l2_window_bytes = static_cast<int64_t>(span);
-  v->l2_window_share = std::min(1.0f, static_cast<float>(set_aside) / static_cast<float>(span));
-  return static_cast<int64_t>(std::min(set_aside, static_cast<size_t>(bytes)));
-#endif
+  launch_chained(update_kernel, 1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v, batch,
+                 indices, priorities);
 }
 
 }  // namespace redline::rl::replay::gpu

@@ -74,6 +74,8 @@ void check_config(const ReplayConfig& c) {
                 c.gamma);
   REDLINE_CHECK(c.alpha >= 0.0 && c.alpha <= 1.0, "replay alpha is {}; it must be in [0, 1]",
                 c.alpha);
+  REDLINE_CHECK(std::isfinite(c.priority_limit) && c.priority_limit >= 1.0,
+                "replay priority_limit is {}; it must be finite and >= 1", c.priority_limit);
   const int64_t rows = c.capacity / c.num_envs;
   REDLINE_CHECK(rows > c.n_step + c.frame_stack,
                 "replay capacity {} gives {} rows of {} environments; it needs more than n_step + "
@@ -127,8 +129,8 @@ size_t ReplayMemory::bytes_needed(const ReplayConfig& c) {
   return slots * frame * dtype_size(c.obs_dtype) + slots * dtype_size(c.action_dtype) +
          slots * (sizeof(float) + 1) + static_cast<size_t>(c.num_envs) +
          static_cast<size_t>(tree.nodes) * sizeof(double) +
-         static_cast<size_t>(replay::tree_min_nodes(tree)) * sizeof(float) + 3 * sizeof(int64_t) +
-         sizeof(uint32_t);
+         static_cast<size_t>(replay::tree_min_nodes(tree)) * (sizeof(float) + sizeof(uint32_t)) +
+         3 * sizeof(int64_t) + sizeof(uint32_t);
 }
 
 namespace {
@@ -172,8 +174,9 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   s->flags = Tensor::zeros({config.capacity}, DType::u8, dev);
   s->prev_done = Tensor::ones({config.num_envs}, DType::u8, dev);
   s->sum = Tensor::zeros({tree.nodes}, DType::i64, dev);
-  const int64_t min_nodes = replay::tree_min_nodes(tree);  // no leaves, in all but one-level trees
-  s->min = Tensor::empty({min_nodes}, DType::i32, dev);    // floats: see replay::tree_leaf_min
+  // The top level's mins (float bits, see replay::tree_leaf_min), then their counts.
+  const int64_t min_nodes = replay::tree_min_nodes(tree);
+  s->min = Tensor::zeros({2 * min_nodes}, DType::i32, dev);
   const double one = 1.0;
   int64_t one_bits;
   std::memcpy(&one_bits, &one, 8);
@@ -195,6 +198,8 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   v.n_step = config.n_step;
   v.gamma = config.gamma;
   v.alpha = config.alpha;
+  v.priority_limit = config.priority_limit;
+  v.unit_shift = replay::mass_unit_shift(config.capacity, config.alpha, config.priority_limit);
   v.prioritized = config.prioritized;
   v.pad_zeros = config.padding == FramePadding::zeros;
   v.obs_elem = static_cast<int>(dtype_size(config.obs_dtype));
@@ -209,17 +214,12 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   v.prev_done = data_as<uint8_t>(s->prev_done);
   v.sum = data_as<double>(s->sum);
   v.min = data_as<float>(s->min);
+  v.min_count = data_as<uint32_t>(s->min) + min_nodes;
   v.rows_written = data_as<int64_t>(s->counters);
   v.max_priority = data_as<double>(s->counters) + 1;
   v.rng_offset = data_as<int64_t>(rng_.offset_tensor());
   v.fault = s->fault;
   v.blocks_done = data_as<uint32_t>(s->blocks_done);
-#if REDLINE_HAS_GPU
-  if (dev.is_gpu() && config.prioritized) {
-    gpu::set_device(dev.index);
-    s->l2_kept = replay::gpu::reserve_l2(&v);
-  }
-#endif
   state_ = std::move(s);
 }
 
@@ -310,7 +310,6 @@ ReplayStats ReplayMemory::stats() const {
   st.stored = std::min(inserts_, rows_) * config_.num_envs;
   st.sampleable = size();
   st.bytes = bytes();
-  st.l2_kept = static_cast<size_t>(state_->l2_kept);
   return st;
 }
 
@@ -463,11 +462,17 @@ std::vector<double> ReplayMemory::sum_tree_host() const {
 
 std::vector<double> ReplayMemory::min_tree_host() const {
   const std::vector<int32_t> bits = state_->min.to_vector<int32_t>();
-  std::vector<double> out(bits.size());
-  for (size_t k = 0; k < bits.size(); ++k) {
+  std::vector<double> out(bits.size() / 2);  // the mins; their counts follow
+  for (size_t k = 0; k < out.size(); ++k) {
     out[k] = replay::bits_to_float(static_cast<uint32_t>(bits[k]));  // exact
   }
   return out;
+}
+
+std::vector<int64_t> ReplayMemory::min_tree_counts_host() const {
+  const std::vector<int32_t> words = state_->min.to_vector<int32_t>();
+  return std::vector<int64_t>(words.begin() + static_cast<std::ptrdiff_t>(words.size() / 2),
+                              words.end());
 }
 
 std::vector<int64_t> ReplayMemory::tree_level_offsets() const {

@@ -13,14 +13,52 @@
 namespace redline::rl::replay::cpu {
 namespace {
 
-// Recomputes every ancestor of `leaves` (leaf indices), level by level from the bottom.
+// Recomputes every ancestor of `leaves` (leaf indices) in the sum tree, level by level from the
+// bottom.
 void recompute_ancestors(const ReplayView& v, std::vector<int64_t> nodes) {
   const TreeLayout& t = v.tree;
   for (int d = t.levels - 2; d >= 0; --d) {
     for (int64_t& n : nodes) n /= kFanout;
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    for (int64_t n : nodes) tree_recompute(t, v.sum, v.min, d, n);
+    for (int64_t n : nodes) tree_recompute(t, v.sum, d, n);
+  }
+}
+
+// One leaf's change, for the min tree.
+struct LeafChange {
+  int64_t slot;
+  double old_mass;
+};
+
+// Brings the min tree's top mins and counts up to date after `changes` (each slot once, its old
+// mass from before the batch, its new mass written already): each change in turn
+// (tree_top_change), then a rescan of every node whose count fell to 0 under a finite min. The GPU
+// reaches the same exact values another way.
+void update_top_mins(const ReplayView& v, const std::vector<LeafChange>& changes) {
+  const TreeLayout& t = v.tree;
+  if (t.levels == 1) return;  // tree_set_leaf wrote the leaves' mins
+  const int64_t leaf0 = t.offset[t.levels - 1];
+  std::vector<int64_t> touched;
+  for (const LeafChange& c : changes) {
+    const int64_t top = tree_top_of(t, c.slot);
+    tree_top_change(&v.min[top], &v.min_count[top], c.old_mass, v.sum[leaf0 + c.slot]);
+    touched.push_back(top);
+  }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (int64_t top : touched) {
+    if (v.min_count[top] != 0 || !std::isfinite(v.min[top])) continue;
+    int64_t first = 0, end = 0;
+    tree_top_leaves(t, top, &first, &end);
+    float m = bits_to_float(kFloatInfBits);
+    uint32_t count = 0;
+    for (int64_t j = first; j < end; ++j) {
+      const double mass = v.sum[leaf0 + j];
+      if (mass > 0.0) tree_top_change(&m, &count, 0.0, mass);
+    }
+    v.min[top] = m;
+    v.min_count[top] = count;
   }
 }
 
@@ -71,17 +109,21 @@ void insert(const ReplayView& v, const InsertSource& src) {
   int64_t completed = -1;
   const int m = insert_changed_rows(v, g, rows, &completed);
   const double entry = entry_leaf_value(v, *v.max_priority);
+  const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
   std::vector<int64_t> leaves;
+  std::vector<LeafChange> changes;
   leaves.reserve(static_cast<size_t>(m * v.envs));
-  for (int i = 0; i < m; ++i) {
+  for (int i = 0; i < m; ++i) {  // the changed rows are distinct
     for (int64_t e = 0; e < v.envs; ++e) {
       const int64_t slot = rows[i] * v.envs + e;
       double value = 0.0;
       if (rows[i] == completed && !(v.flags[slot] & kTruncated)) value = entry;
+      changes.push_back({slot, v.sum[leaf0 + slot]});
       set_leaf(v, slot, value);
       leaves.push_back(slot);
     }
   }
+  update_top_mins(v, changes);
   recompute_ancestors(v, std::move(leaves));
   *v.rows_written = g + 1;
 }
@@ -119,16 +161,27 @@ void update(const ReplayView& v, int64_t batch, const int64_t* indices, const fl
   const int64_t leaf0 = v.tree.offset[v.tree.levels - 1];
   double max_p = *v.max_priority;
   std::vector<int64_t> leaves;
+  std::vector<LeafChange> changes;
   leaves.reserve(static_cast<size_t>(batch));
   for (int64_t i = 0; i < batch; ++i) {  // in order: the last occurrence of an index wins
     const double p = priorities[i];
     max_p = std::max(max_p, p);
-    if (v.sum[leaf0 + indices[i]] > 0.0) {
-      set_leaf(v, indices[i], priority_power(p, v.alpha));
+    const double old_mass = v.sum[leaf0 + indices[i]];
+    if (old_mass > 0.0) {
+      set_leaf(v, indices[i], leaf_mass(v, p));
       leaves.push_back(indices[i]);
+      changes.push_back({indices[i], old_mass});
     }
   }
   *v.max_priority = max_p;
+  // Each slot once, with its mass from before the batch (its first occurrence's old mass).
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const LeafChange& a, const LeafChange& b) { return a.slot < b.slot; });
+  changes.erase(
+      std::unique(changes.begin(), changes.end(),
+                  [](const LeafChange& a, const LeafChange& b) { return a.slot == b.slot; }),
+      changes.end());
+  update_top_mins(v, changes);
   recompute_ancestors(v, std::move(leaves));
 }
 

@@ -38,7 +38,8 @@ namespace {
 constexpr char kMagic[8] = {'R', 'L', 'R', 'E', 'P', 'L', 'A', 'Y'};
 // Version 2: the trees no longer store the two levels above their top (replay_math.h). Version 1
 // files are refused: their tree sections do not match this layout.
-constexpr int kVersion = 4;  // 3: the min tree stores no leaves; 4: its nodes are floats
+constexpr int kVersion = 5;  // 3: the min tree stores no leaves; 4: its nodes are floats; 5: masses
+                             // on a grid (priority_limit), the min tree one level
 constexpr size_t kChunk = size_t{64} << 20;
 
 using replay::Checksum;
@@ -229,6 +230,7 @@ nlohmann::json config_json(const ReplayConfig& c) {
           {"gamma", c.gamma},
           {"prioritized", c.prioritized},
           {"alpha", c.alpha},
+          {"priority_limit", c.priority_limit},
           {"seed", c.seed},
           {"stream", c.stream}};
 }
@@ -352,8 +354,9 @@ void ReplayMemory::load(const std::string& path, const IoProgress& progress) {
                   "priority trees are laid out differently), so the memory must be filled again",
                   path, header.at("version").dump(), kVersion);
     const nlohmann::json mine = config_json(config_);
-    for (const char* key : {"capacity", "num_envs", "obs_shape", "obs_dtype", "frame_stack",
-                            "padding", "action_dtype", "n_step", "prioritized", "alpha"}) {
+    for (const char* key :
+         {"capacity", "num_envs", "obs_shape", "obs_dtype", "frame_stack", "padding",
+          "action_dtype", "n_step", "prioritized", "alpha", "priority_limit"}) {
       REDLINE_CHECK(header.at(key) == mine.at(key),
                     "replay file '{}' was written with {} = {} but this memory has {}", path, key,
                     header.at(key).dump(), mine.at(key).dump());

@@ -49,11 +49,6 @@ void gather(const ReplayView& v, int64_t batch, const int64_t* indices, const Ga
             void* stream);
 // The data half of insert (frames, actions, rewards, flags), launched by insert.
 void insert_copy(const ReplayView& v, const InsertSource& src, void* stream);
-// Sets aside part of L2 for persisting accesses, as much as the min tree's inner levels take (up to
-// what the GPU allows), on the current device, and sets v's window, which update then marks
-// persisting. Returns the bytes set aside for them: 0 where the GPU or the runtime has no such
-// control (HIP, MIG, MPS).
-int64_t reserve_l2(ReplayView* v);
 }  // namespace gpu
 
 }  // namespace redline::rl::replay

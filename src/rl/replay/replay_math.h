@@ -124,13 +124,6 @@ REDLINE_HD inline void tree_combine(const double* child_sum, const float* child_
   *min_out = m[0];
 }
 
-// The min tree stores no leaves: a leaf's min is tree_leaf_min of its sum leaf, derived where it is
-// needed. Its array holds the levels above the leaves, or the whole tree where the top level is the
-// leaves (at most kTopNodes of them), so that a GPU sample loads the top's mins as they are.
-REDLINE_HD inline int64_t tree_min_nodes(const TreeLayout& t) {
-  return t.levels == 1 ? t.nodes : t.offset[t.levels - 1];
-}
-
 // Writes a leaf's mass: the sum leaf, and its min where the min tree stores the leaves (a one-level
 // tree, tree_min_nodes). Every device writes leaves through it.
 REDLINE_HD inline void tree_set_leaf(const TreeLayout& t, double* sum, float* mn, int64_t slot,
@@ -140,23 +133,66 @@ REDLINE_HD inline void tree_set_leaf(const TreeLayout& t, double* sum, float* mn
   if (t.levels == 1) mn[at] = tree_leaf_min(mass);
 }
 
-// tree_combine of 16 leaves, their mins derived from their masses.
-REDLINE_HD inline void tree_combine_leaves(const double* leaf_sum, double* sum_out,
-                                           float* min_out) {
-  float leaf_min[kFanout];
-  for (int k = 0; k < kFanout; ++k) leaf_min[k] = tree_leaf_min(leaf_sum[k]);
-  tree_combine(leaf_sum, leaf_min, sum_out, min_out);
+// Recomputes node j of level d (< leaves level) of the sum tree from its children. Masses lie on
+// the memory's grid (leaf_mass), so the sum is exact and equals any other order's.
+REDLINE_HD inline void tree_recompute(const TreeLayout& t, double* sum, int d, int64_t j) {
+  const double* c = sum + t.offset[d + 1] + j * kFanout;
+  constexpr int kQuarters = kFanout / 4;
+  double q[kQuarters];
+  for (int k = 0; k < kQuarters; ++k) q[k] = tree_quarter_sum(c + 4 * k);
+  for (int w = 1; w < kQuarters; w *= 2) {
+    for (int k = 0; k < kQuarters; k += 2 * w) q[k] = q[k] + q[k + w];
+  }
+  sum[t.offset[d] + j] = q[0];
 }
 
-// Recomputes node j of level d (< leaves level) from its children.
-REDLINE_HD inline void tree_recompute(const TreeLayout& t, double* sum, float* mn, int d,
-                                      int64_t j) {
-  const int64_t child = t.offset[d + 1] + j * kFanout;
-  if (d + 2 == t.levels) {
-    tree_combine_leaves(sum + child, sum + t.offset[d] + j, mn + t.offset[d] + j);
-  } else {
-    tree_combine(sum + child, mn + child, sum + t.offset[d] + j, mn + t.offset[d] + j);
+// ---- the min tree: the top level's minimums ----------------------------------------------------
+// The min tree stores one level: for each node of the sum tree's top level, the smallest
+// tree_leaf_min of the sampleable leaves below it (+inf where there is none), and how many of those
+// leaves hold it (in a one-level tree, the leaves' own mins and no counts). Both are exact, so
+// every way of keeping them gives the same bits, and both devices keep them the same way: a leaf's
+// new min lowers or ties its node's, an old one that held it lowers the count, and a node whose
+// count falls to 0 (its last holder grew or left) is rescanned from its leaves. A node's minimum is
+// then rescanned only when its last holder changes: rarely sampled (its priority is the smallest),
+// overwritten about once per wrap. Ties are counted, so many leaves at one priority (the same
+// clipped or default value) cost no rescans.
+REDLINE_HD inline int64_t tree_min_nodes(const TreeLayout& t) { return t.count[0]; }
+
+// The top-level node above a leaf (the leaf itself in a one-level tree).
+REDLINE_HD inline int64_t tree_top_of(const TreeLayout& t, int64_t slot) {
+  return slot >> (kFanoutBits * (t.levels - 1));
+}
+
+// The leaves below top-level node j: [first, end).
+REDLINE_HD inline void tree_top_leaves(const TreeLayout& t, int64_t j, int64_t* first,
+                                       int64_t* end) {
+  const int shift = kFanoutBits * (t.levels - 1);
+  *first = j << shift;
+  const int64_t e = (j + 1) << shift;
+  *end = e < t.leaves ? e : t.leaves;
+}
+
+// A top node's min and count after one leaf's change from old_mass to new_mass, applied in turn
+// (the CPU's order; a count left at 0 under a finite min means a rescan).
+REDLINE_HD inline void tree_top_change(float* min, uint32_t* count, double old_mass,
+                                       double new_mass) {
+  if (old_mass > 0.0 && tree_leaf_min(old_mass) == *min) *count -= 1;
+  if (new_mass > 0.0) {
+    const float m = tree_leaf_min(new_mass);
+    if (m < *min) {
+      *min = m;
+      *count = 1;
+    } else if (m == *min) {
+      *count += 1;
+    }
   }
+}
+
+// Whether a leaf's change can move its top node's min or count, given the node's min read before
+// the change: its new min reaches the node's, or its old one held it.
+REDLINE_HD inline bool tree_top_touched(double old_mass, double new_mass, float top_min) {
+  return (new_mass > 0.0 && tree_leaf_min(new_mass) <= top_min) ||
+         (old_mass > 0.0 && tree_leaf_min(old_mass) == top_min);
 }
 
 // Inclusive prefix sums of a node's 16 children in a fixed order (Hillis-Steele: at distance 1, 2,
@@ -364,6 +400,10 @@ struct ReplayView {
   int64_t n_step = 1;
   double gamma = 0.99;
   double alpha = 1.0;
+  // Masses are multiples of 2^-unit_shift (leaf_mass); priorities above priority_limit count as
+  // priority_limit. See mass_unit_shift.
+  int64_t unit_shift = 0;
+  double priority_limit = 1.0;
   bool prioritized = false;
   bool pad_zeros = false;
   int obs_elem = 1;     // bytes per observation element: 1 (u8) or 4 (f32)
@@ -378,15 +418,12 @@ struct ReplayView {
   uint8_t* prev_done = nullptr;     // (N,) 1 when the env's last step ended its episode
   double* sum = nullptr;            // (tree.nodes,)
   float* min = nullptr;             // (tree_min_nodes(tree),) see tree_min_nodes
+  uint32_t* min_count = nullptr;    // (tree_min_nodes(tree),) leaves holding each top node's min
   int64_t* rows_written = nullptr;  // (1,) rows inserted so far (the cursor is this mod R)
   double* max_priority = nullptr;   // (1,) running maximum priority (starts at 1)
   int64_t* rng_offset = nullptr;    // (1,) Philox block offset
   DeviceFault* fault = nullptr;     // pinned host memory on a GPU, nullptr on the CPU
   uint32_t* blocks_done = nullptr;  // (1,) the GPU sample's finished blocks, 0 between launches
-  // Update's L2 window over the min tree's inner levels, set by replay::gpu::reserve_l2: the bytes
-  // it marks persisting (0: none) and the share of them that the set-aside holds.
-  int64_t l2_window_bytes = 0;
-  float l2_window_share = 0.0f;
 };
 
 REDLINE_HD inline int64_t wrap_row(int64_t row, int64_t rows) {
@@ -394,9 +431,32 @@ REDLINE_HD inline int64_t wrap_row(int64_t row, int64_t rows) {
   return row < 0 ? row + rows : row;
 }
 
+// A leaf's mass for priority p > 0: p^alpha (priority_power, with p taken at most
+// priority_limit), rounded to the nearest multiple of the memory's unit 2^-unit_shift, and at
+// least one unit. On that grid every sum of masses is exact (mass_unit_shift), so the sum tree's
+// nodes do not depend on the order of the additions: the GPU's update adds each leaf's change to
+// its ancestors with atomic adds and still gives the CPU's bits. Scaling by powers of two is exact.
+REDLINE_HD inline double leaf_mass(const ReplayView& v, double p) {
+  const double m = priority_power(p < v.priority_limit ? p : v.priority_limit, v.alpha);
+  const double units = rint(times_power_of_two(m, v.unit_shift));
+  return times_power_of_two(units > 1.0 ? units : 1.0, -v.unit_shift);
+}
+
+// The unit of a memory's masses: the largest 2^-s for which capacity leaves of the largest mass
+// (priority_limit^alpha) sum to at most 2^53 units, so that every sum of masses is an exact double
+// (as is every partial sum, and each leaf's change). With alpha 0.6 and the default limit 1e3
+// (largest mass 63.1) the unit is 2^-30 at 1e5 transitions, 2^-23 at 1e7 and 2^-20 at 1e8.
+inline int64_t mass_unit_shift(int64_t capacity, double alpha, double priority_limit) {
+  const double largest = static_cast<double>(capacity) * priority_power(priority_limit, alpha);
+  int bits = 0;
+  const double fraction = std::frexp(largest, &bits);  // largest = fraction * 2^bits
+  if (fraction == 0.5) bits -= 1;                      // an exact power of two needs no more
+  return 53 - bits;
+}
+
 // The leaf value of a transition that becomes sampleable.
 REDLINE_HD inline double entry_leaf_value(const ReplayView& v, double max_priority) {
-  return v.prioritized ? priority_power(max_priority, v.alpha) : 1.0;
+  return v.prioritized ? leaf_mass(v, max_priority) : 1.0;
 }
 
 // Rows whose leaves change when global row g is inserted (before the counter advances): the row

@@ -14,11 +14,10 @@ struct ReplayState {
   Tensor flags;                          // (R*N,) u8
   Tensor prev_done;                      // (N,) u8
   Tensor sum;                            // (nodes,) i64 holding f64 bits
-  Tensor min;                            // (nodes,) i64 holding f64 bits
+  Tensor min;                            // (top-level nodes,) i32 holding f32 bits
   Tensor counters;                       // (2,) i64: rows written, max priority (f64 bits)
   Tensor blocks_done;                    // (1,) i32: the GPU sample's finished blocks (not saved)
   replay::DeviceFault* fault = nullptr;  // pinned host memory written by GPU kernels
-  int64_t l2_kept = 0;                   // replay::gpu::reserve_l2's answer
   replay::ReplayView view;               // pointers into the tensors above
 
   ReplayState() = default;

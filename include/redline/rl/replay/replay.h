@@ -40,7 +40,11 @@ struct ReplayConfig {
   int64_t n_step = 1;               // n >= 1: returns over n steps, cut at episode ends
   double gamma = 0.99;              // discount in [0, 1]
   bool prioritized = false;         // proportional prioritization with a sum tree
-  double alpha = 0.6;   // prioritized: P(i) = p_i^alpha / sum_k p_k^alpha, alpha in [0, 1]
+  double alpha = 0.6;  // prioritized: P(i) = p_i^alpha / sum_k p_k^alpha, alpha in [0, 1]
+  // prioritized: priorities above this count as it (>= 1). It sets the grid that masses p^alpha
+  // are rounded to (docs/replay.md: the unit is 2^-23 at 1e7 transitions for alpha 0.6 and 1e3):
+  // a larger limit gives a coarser grid.
+  double priority_limit = 1e3;
   uint64_t seed = 0;    // Philox key for sampling
   uint64_t stream = 0;  // Philox stream for sampling
   Device device = Device::cpu();
@@ -73,9 +77,6 @@ struct ReplayStats {
   int64_t stored = 0;      // transitions held (at most capacity)
   int64_t sampleable = 0;  // transitions that sample() may return, truncated steps included
   size_t bytes = 0;        // device bytes held by the memory
-  // Bytes of the min tree's inner levels that the GPU's priority updates keep in L2 as persisting
-  // lines (0 on the CPU, on HIP, and where the runtime refuses an L2 set-aside).
-  size_t l2_kept = 0;
 };
 
 struct ReplayState;  // device buffers (internal)
@@ -148,11 +149,14 @@ class ReplayMemory {
   ReplayStats stats() const;
 
   // Test and tool access: the trees on the host as doubles: the sum tree whole (nodes,), its
-  // leaves p^alpha (0 when not sampleable); the min tree's levels above the leaves, floats widened
-  // exactly (a leaf's min is its mass rounded to a float where positive, else +inf, and is stored
-  // only in a one-level tree).
+  // leaves the masses p^alpha on the memory's grid (0 when not sampleable); the min tree's one
+  // level, floats widened exactly: for each top-level node of the sum tree, the smallest of its
+  // leaves' masses rounded to floats (+inf where none is sampleable).
   std::vector<double> sum_tree_host() const;
   std::vector<double> min_tree_host() const;
+  // How many leaves below each top-level node hold its min (0 where none is sampleable; 0 in a
+  // one-level tree, whose min tree is its leaves).
+  std::vector<int64_t> min_tree_counts_host() const;
   std::vector<int64_t> tree_level_offsets() const;
   double max_priority() const;  // synchronizes
 
