@@ -299,7 +299,9 @@ TEST(GpuReplay, UpdateMatchesCpuAtEveryBatchAndDepth) {
   }
 }
 
-// The min tree against the CPU's full recomputation where a wrong step would show: the unique
+// The min tree against the CPU's where a wrong step would show (its mins and counts are exact, so
+// the two must agree however each keeps them): the first updates raise leaves of a flat memory
+// (every top node's min held by thousands of entries: counts moved by atomic adds), then the unique
 // global minimum raised (every ancestor up to the top changes), raised with its siblings lowered in
 // the same batch, a tie for the minimum in two distant subtrees raised one by one (the minimum
 // stays, then moves), a mass lowered past the minimum and raised back, unsorted batches (the hash
@@ -336,6 +338,8 @@ TEST(GpuReplay, MinTreeFollowsRaisedAndLoweredMinimums) {
     }
     EXPECT_TRUE(t.cpu.min_tree_host() == t.gpu.min_tree_host())
         << "min trees differ at step " << step;
+    EXPECT_TRUE(t.cpu.min_tree_counts_host() == t.gpu.min_tree_counts_host())
+        << "the min tree's counts differ at step " << step;
     EXPECT_TRUE(t.cpu.sum_tree_host() == t.gpu.sum_tree_host())
         << "sum trees differ at step " << step;
   };
