@@ -3,6 +3,8 @@
 // memory accounting; and bad input, each refused with one sentence.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "replay_test_util.h"
 
 namespace redline::rl {
@@ -143,7 +145,14 @@ TEST(ReplayErrors, BadInputIsOneClearSentence) {
         d.priority_limit = 0.5;
         ReplayMemory m(d);
       },
-      "replay priority_limit is 0.5; it must be finite and >= 1");
+      "replay priority_limit is 0.5; it must be in [1, 1e30]");
+  expect_error(
+      [&] {
+        ReplayConfig d = c;
+        d.priority_limit = std::numeric_limits<double>::infinity();
+        ReplayMemory m(d);
+      },
+      "replay priority_limit is inf; it must be in [1, 1e30]");
   expect_error(
       [&] {
         ReplayConfig d = c;

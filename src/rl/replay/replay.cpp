@@ -74,8 +74,8 @@ void check_config(const ReplayConfig& c) {
                 c.gamma);
   REDLINE_CHECK(c.alpha >= 0.0 && c.alpha <= 1.0, "replay alpha is {}; it must be in [0, 1]",
                 c.alpha);
-  REDLINE_CHECK(std::isfinite(c.priority_limit) && c.priority_limit >= 1.0,
-                "replay priority_limit is {}; it must be finite and >= 1", c.priority_limit);
+  REDLINE_CHECK(c.priority_limit >= 1.0 && c.priority_limit <= 1e30,
+                "replay priority_limit is {}; it must be in [1, 1e30]", c.priority_limit);
   const int64_t rows = c.capacity / c.num_envs;
   REDLINE_CHECK(rows > c.n_step + c.frame_stack,
                 "replay capacity {} gives {} rows of {} environments; it needs more than n_step + "

@@ -41,9 +41,9 @@ struct ReplayConfig {
   double gamma = 0.99;              // discount in [0, 1]
   bool prioritized = false;         // proportional prioritization with a sum tree
   double alpha = 0.6;  // prioritized: P(i) = p_i^alpha / sum_k p_k^alpha, alpha in [0, 1]
-  // prioritized: priorities above this count as it (>= 1). It sets the grid that masses p^alpha
-  // are rounded to (docs/replay.md: the unit is 2^-23 at 1e7 transitions for alpha 0.6 and 1e3):
-  // a larger limit gives a coarser grid.
+  // prioritized: priorities above this count as it (in [1, 1e30]). It sets the grid that masses
+  // p^alpha are rounded to (docs/replay.md: the unit is 2^-23 at 1e7 transitions for alpha 0.6 and
+  // 1e3): a larger limit gives a coarser grid.
   double priority_limit = 1e3;
   uint64_t seed = 0;    // Philox key for sampling
   uint64_t stream = 0;  // Philox stream for sampling
