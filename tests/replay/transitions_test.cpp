@@ -131,79 +131,34 @@ TEST(ReplayErrors, BadInputIsOneClearSentence) {
   c.obs_shape = {3};
   c.obs_dtype = DType::f32;
   c.prioritized = true;
-  // Configuration.
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
-        d.alpha = 1.5;
-        ReplayMemory m(d);
-      },
-      "alpha is 1.5; it must be in [0, 1]");
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
-        d.priority_limit = 0.5;
-        ReplayMemory m(d);
-      },
-      "replay priority_limit is 0.5; it must be in [1, 1e30]");
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
-        d.priority_limit = std::numeric_limits<double>::infinity();
-        ReplayMemory m(d);
-      },
-      "replay priority_limit is inf; it must be in [1, 1e30]");
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
-        d.capacity = 21;
-        ReplayMemory m(d);
-      },
-      "positive multiple of num_envs");
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
-        d.n_step = 0;
-        ReplayMemory m(d);
-      },
-      "n_step is 0");
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
-        d.gamma = -0.1;
-        ReplayMemory m(d);
-      },
-      "gamma is -0.1");
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
-        d.capacity = 4;
-        ReplayMemory m(d);
-      },
-      "needs more than n_step + frame_stack");
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
-        d.frame_stack = 2;
-        ReplayMemory m(d);
-      },
-      "cannot hold frame_stack = 2");
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
+  // Configuration: c with one change, refused by the constructor in one sentence.
+  const auto refused = [&](const auto& change, const std::string& message) {
+    expect_error(
+        [&] {
+          ReplayConfig d = c;
+          change(d);
+          ReplayMemory m(d);
+        },
+        message);
+  };
+  refused([](ReplayConfig& d) { d.alpha = 1.5; }, "alpha is 1.5; it must be in [0, 1]");
+  refused([](ReplayConfig& d) { d.priority_limit = 0.5; },
+          "replay priority_limit is 0.5; it must be in [1, 1e30]");
+  refused([](ReplayConfig& d) { d.priority_limit = std::numeric_limits<double>::infinity(); },
+          "replay priority_limit is inf; it must be in [1, 1e30]");
+  refused([](ReplayConfig& d) { d.capacity = 21; }, "positive multiple of num_envs");
+  refused([](ReplayConfig& d) { d.n_step = 0; }, "n_step is 0");
+  refused([](ReplayConfig& d) { d.gamma = -0.1; }, "gamma is -0.1");
+  refused([](ReplayConfig& d) { d.capacity = 4; }, "needs more than n_step + frame_stack");
+  refused([](ReplayConfig& d) { d.frame_stack = 2; }, "cannot hold frame_stack = 2");
+  refused(
+      [](ReplayConfig& d) {
         d.capacity = int64_t{1} << 40;
         d.obs_shape = {4, 84, 84};
         d.obs_dtype = DType::u8;
-        ReplayMemory m(d);
       },
       "lower the capacity");
-  expect_error(
-      [&] {
-        ReplayConfig d = c;
-        d.capacity = int64_t{1} << 40;
-        ReplayMemory m(d);
-      },
-      "available; lower the capacity");
+  refused([](ReplayConfig& d) { d.capacity = int64_t{1} << 40; }, "available; lower the capacity");
 
   ReplayMemory m(c);
   const auto insert = [&](Tensor obs, Tensor reward) {

@@ -28,7 +28,8 @@
 namespace redline::rl::replay::gpu {
 namespace {
 
-// Update keeps the indices and new leaf values of batches up to this size in shared memory.
+// Update stages batches up to this size: one thread per index holds it, its old and new leaf and
+// its top node's words from phase 1 to the end. Larger batches are read from global memory again.
 constexpr int64_t kStagedIndices = 512;
 // Sample serves one draw with kDrawLanes lanes: kDrawGroups groups of kFanout lanes. Each step of
 // its descent loads a node's children and, while two levels remain, all its grandchildren (lane j
