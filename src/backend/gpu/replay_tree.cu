@@ -765,6 +765,7 @@ __device__ inline void update_ancestors(const ReplayView& v, int64_t batch,
 __device__ inline void add_to_ancestors(const ReplayView& v, int64_t slot, double change) {
   const int leaf_level = v.tree.levels - 1;
   int64_t node = slot;
+#if !REDLINE_HIP
   // Unrolled over every possible level, so that each level's offset is a static parameter load.
 #pragma unroll
   for (int d = kMaxLevels - 2; d >= 0; --d) {
@@ -772,6 +773,15 @@ __device__ inline void add_to_ancestors(const ReplayView& v, int64_t slot, doubl
     node >>= kFanoutBits;
     atomicAdd(v.sum + v.tree.offset[d] + node, change);
   }
+#else
+  // A loop: AMD GPUs without a double atomic add (gfx11) get a compare-and-swap loop per add, and
+  // nine unrolled copies of it made the gfx1100 backend of clang 15 (Debian's ROCm) write to freed
+  // memory in its Release VGPRs pass and crash one compile in several.
+  for (int d = leaf_level - 1; d >= 0; --d) {
+    node >>= kFanoutBits;
+    atomicAdd(v.sum + v.tree.offset[d] + node, change);
+  }
+#endif
 }
 
 // One block. Phase 1: every index checked, with its new leaf value (leaf_mass, 0 marks a slot
