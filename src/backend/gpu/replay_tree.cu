@@ -556,7 +556,7 @@ __device__ inline void load_top(const ReplayView& v, int j, int h, int draw_lane
 // later kernels start only then, and at the end reports faults. After the wait, the first step
 // loads the top level whole and derives the two unstored levels above it (the rows' sums, then the
 // total and the smallest leaf) by shuffles in tree_combine's order, so a tree of L stored levels
-// costs 1 + floor((L - 1) / 2) dependent loads.
+// costs 1 + ceil((L - 1) / 2) dependent loads (three from 1e5 to 1e7).
 __global__ void __launch_bounds__(kSampleThreads)
     sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
                   int64_t* indices, float* weights) {  // indices, weights: (batch,)
