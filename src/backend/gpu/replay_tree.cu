@@ -250,14 +250,13 @@ __device__ inline T lanes32_extreme(T value) {
 #endif
 }
 
-// ---- the min tree's top mins and counts
-// ----------------------------------------------------------- A block settles the top nodes its
-// leaf changes touch (tree_top_touched) in three steps, one barrier apart, in shared memory: (1)
-// each touched node's new min, the smallest of its min before and its changed leaves' new mins
-// (atomic minimums), and its owner, the lowest thread with a change there; (2) the count's change:
-// +1 for each new min equal to it, -1 for each old one; (3) the owner stores both, or marks the
-// node for a rescan where its count falls to 0 under a finite min. Steps 2 and 3 run only where
-// some change touches a node (one __syncthreads_or decides), which random priorities rarely do.
+// ---- the min tree's top mins and counts ---------------------------------------------------------
+// A block settles the top nodes its leaf changes touch (tree_top_touched) in three steps, one
+// barrier apart, in shared memory: (1) each touched node's new min, the smallest of its min before
+// and its changed leaves' new mins (atomic minimums), and its owner, the lowest thread with a
+// change there; (2) the count's change: +1 for each new min equal to it, -1 for each old one; (3)
+// the owner stores both, or marks the node for a rescan where its count falls to 0 under a finite
+// min. Insert always takes these steps; update only where a change needs them (settle_top_mins).
 // Shared state is set before the kernel reads anything.
 constexpr int kRescanWords = static_cast<int>(kTopNodes / 32);
 
