@@ -2,7 +2,9 @@
 # On a machine with an NVIDIA GPU: builds the cuda preset, runs every test (GPU parity included),
 # `redline doctor`, the benchmarks and their PyTorch peers, and writes logs plus a summary to
 # $OUT (default: ./gpu-check-out).
-# Usage: scripts/gpu-check.sh [stage ...]   stages: build test doctor bench peers (default: all)
+# Usage: scripts/gpu-check.sh [stage ...]   stages: build test doctor bench peers (default: all),
+#        sanitize (only when named: every test binary's GPU tests under compute-sanitizer's memcheck,
+#        racecheck and synccheck; SANITIZE_TIMEOUT seconds per binary and tool, default 300)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-check-out}"
@@ -54,6 +56,23 @@ if want test; then
   python3 tests/io/safetensors_peer.py --test-binary "$build/tests/test_io" \
     >"$LOGS/safetensors_peer.log" 2>&1
   log "  safetensors exchange with PyTorch: exit $? ($(tail -1 "$LOGS/safetensors_peer.log"))"
+fi
+
+if want sanitize; then
+  # Left out: the 1e8 test (about 40 GiB, which memcheck would shadow) and the refusal sized from the
+  # device's free memory. The fault tests raise their errors from flags the kernels set, not from
+  # bad accesses, so a clean run reports 0 errors for every binary.
+  for tool in memcheck racecheck synccheck; do
+    for t in "$build"/tests/test_*; do
+      [[ -x "$t" ]] || continue
+      l="$LOGS/sanitize_${tool}_$(basename "$t").log"
+      timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        --print-limit 20 "$t" \
+        --gtest_filter='*Gpu*:*GPU*:*gpu*:-*HundredMillion*:*BeyondDeviceMemory*' >"$l" 2>&1
+      log "  $tool $(basename "$t"): exit $? ($(grep -E 'ERROR SUMMARY' "$l" | tail -1)," \
+        "$(grep -cE '^\[       OK \]' "$l") tests passed)"
+    done
+  done
 fi
 
 if want doctor; then

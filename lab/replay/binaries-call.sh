@@ -8,10 +8,13 @@
 # Output: $OUT/binaries.txt, and every log in $OUT/logs.tgz (the device tool returns only a few
 # files from $OUT).
 # lab/replay/build-binaries.sh builds such folders from patches.
+# SANITIZE="memcheck racecheck synccheck" (optional) first runs the mainline's GPU replay tests
+# under each of compute-sanitizer's tools (120 s each at most).
 # Usage: BINS="out/bin/main out/bin/va" OUT=dir [TESTS=gtest-filter] [TESTED="out/bin/va"]
-#        lab/replay/binaries-call.sh
+#        [SANITIZE=tools] lab/replay/binaries-call.sh
 set -uo pipefail
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib"
+export PATH="$PATH:/usr/local/cuda/bin"
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/lab-out}"
 BINS="${BINS:-out/bin/main}"
@@ -32,6 +35,13 @@ for b in "${builds[@]}"; do
     (cd "$OUT" && tar -czf logs.tgz -- *.log && rm -f -- *.log)
     exit 1
   fi
+done
+for tool in ${SANITIZE:-}; do
+  l="$OUT/sanitize-$tool.log"
+  timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+    --print-limit 20 "${builds[0]}/test_replay" --gtest_filter="$TESTS" >"$l" 2>&1
+  say "$(basename "${builds[0]}") $tool: exit $? ($(grep -E 'ERROR SUMMARY' "$l" | tail -1)," \
+    "$(grep -cE '^\[       OK \]' "$l") tests passed)"
 done
 read -r -a tested <<<"${TESTED:-${builds[*]:1}}"
 for b in "${tested[@]}"; do
