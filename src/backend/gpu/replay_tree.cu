@@ -292,13 +292,15 @@ __device__ inline void top_step_count(TopScratch& t, int64_t top, double old_mas
   if (d != 0) atomicAdd(&t.delta[top], d);
 }
 
-// Step 3 for one change: its node's owner stores the node, or marks it for a rescan, once (then
-// gives the node up, so that its later changes there do nothing). top_min and top_count: the
-// node's, read before the store.
+// Step 3 for one change: its node's owner stores the node, or marks it for a rescan, once.
+// top_min and top_count: the node's, read before the store. `claim`: the thread may reach the node
+// again (insert's threads hold several slots), so the owner gives the node up as it takes it, by
+// a compare-and-swap that no other thread's read of the word can race with; update's threads hold
+// one change each and only read the word.
 __device__ inline void top_step_store(const ReplayView& v, TopScratch& t, int64_t top,
-                                      float top_min, uint32_t top_count) {
-  if (t.owner[top] != static_cast<int>(threadIdx.x)) return;
-  t.owner[top] = -1;
+                                      float top_min, uint32_t top_count, bool claim) {
+  const int self = static_cast<int>(threadIdx.x);
+  if ((claim ? atomicCAS(&t.owner[top], self, -1) : t.owner[top]) != self) return;
   const unsigned int m = t.min_bits[top];
   const int64_t count = (m == __float_as_uint(top_min) ? int64_t{top_count} : 0) + t.delta[top];
   if (count == 0 && m != kFloatInfBits) {
@@ -390,7 +392,7 @@ __device__ inline void settle_top_mins(const ReplayView& v, TopScratch& t, unsig
   __syncthreads();
   if (kind != 0) top_step_count(t, top, old_mass, new_mass);
   __syncthreads();
-  if (kind != 0) top_step_store(v, t, top, top_min, top_count);
+  if (kind != 0) top_step_store(v, t, top, top_min, top_count, false);
   __syncthreads();
   rescan_tops(v, t.rescan);
 }
@@ -447,7 +449,7 @@ __global__ void __launch_bounds__(kMaxThreads) insert_tree_kernel(ReplayView v) 
         const int64_t top = tree_top_of(v.tree, slot);
         const float top_min = v.min[top];
         if (tree_top_touched(v.sum[leaf0 + slot], new_value(i, slot), top_min)) {
-          top_step_store(v, scratch, top, top_min, v.min_count[top]);
+          top_step_store(v, scratch, top, top_min, v.min_count[top], true);
         }
       }
     }

@@ -20,6 +20,13 @@ namespace redline::gpu {
 #if REDLINE_HIP
 #if defined(__AMDGCN_WAVEFRONT_SIZE)
 inline constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
+#elif defined(__HIP_DEVICE_COMPILE__) && defined(__GFX9__)
+inline constexpr int kWarpSize = 64;  // GFX9 (CDNA, Vega) has 64-lane wavefronts only
+#elif defined(__HIP_DEVICE_COMPILE__)
+// Newer clang drops the wave-size macro. RDNA runs 32 or 64 lanes (-mwavefrontsize64), and a
+// guess would give wrong samples with no error, so the build stops instead.
+#error \
+    "this hipcc defines no __AMDGCN_WAVEFRONT_SIZE for an RDNA target; build with a ROCm whose clang does, or -D__AMDGCN_WAVEFRONT_SIZE=32 (64 with -mwavefrontsize64)"
 #else
 inline constexpr int kWarpSize = 64;  // host pass: the widest; query the device for the truth
 #endif
