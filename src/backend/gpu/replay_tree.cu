@@ -18,6 +18,7 @@
 // sum is exact, so the order of the adds does not change the bits: replay_math.h, leaf_mass) and
 // keeps the min tree's top-level mins (tree_min_nodes).
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <climits>
 #include <type_traits>
@@ -189,18 +190,38 @@ __device__ inline void warm_parameters(const ReplayView& v) {
 #endif
 }
 
-// Per launch, on the current device (a machine may mix GPU generations); the runtime answers the
-// attribute query from its cache.
+#if !REDLINE_HIP
+// Compiled with this file's kernels and for the same targets: its attributes say from which
+// virtual architecture the code that runs on a device was built.
+__global__ void chain_probe_kernel() {}
+#endif
+
+// Per launch, on the current device (a machine may mix GPU generations): the GPU must be sm_90 or
+// later, and this file's code on it must come from sm_90 or later. A build whose newest target is
+// older (CMAKE_CUDA_ARCHITECTURES=80, say) runs on an H100 from compute_80 PTX, in which the waits
+// above are compiled out; a chained launch there would let a kernel read what the one before it
+// is still writing. Each device's answer is kept after the first query.
 bool chained_launch_supported() {
 #if REDLINE_HIP
   return false;
 #else
-  int device = 0, major = 0;
+  constexpr int kDevices = 64;
+  static std::atomic<signed char> known[kDevices] = {};  // 0: not asked yet, 1: yes, 2: no
+  int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-    return false;
+  const bool cached = device >= 0 && device < kDevices;
+  if (cached) {
+    const signed char k = known[device].load(std::memory_order_relaxed);
+    if (k != 0) return k == 1;
   }
-  return major >= 9;
+  int major = 0;
+  cudaFuncAttributes image{};
+  const bool yes =
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+      major >= 9 && cudaFuncGetAttributes(&image, chain_probe_kernel) == cudaSuccess &&
+      image.ptxVersion >= 90;
+  if (cached) known[device].store(yes ? 1 : 2, std::memory_order_relaxed);
+  return yes;
 #endif
 }
 
