@@ -74,7 +74,7 @@ struct Memory {
     v.tree = make_tree_layout(capacity);
     v.alpha = kAlpha;
     v.priority_limit = kLimit;
-    v.unit_shift = mass_unit_shift(capacity, kAlpha, kLimit);
+    set_mass_grid(v, capacity);
     const double m = leaf_mass(v, 1.0);
     mass.assign(capacity, m);
     for (int64_t i = 0; i < capacity; ++i) fen.add(i, m);

@@ -243,7 +243,7 @@ TEST(ReplayMath, MassesLieOnAGridWhereSumsAreExact) {
   v.prioritized = true;
   for (int64_t capacity :
        {int64_t{100}, int64_t{100'000}, int64_t{10'000'000}, int64_t{100'000'000}}) {
-    v.unit_shift = replay::mass_unit_shift(capacity, v.alpha, v.priority_limit);
+    replay::set_mass_grid(v, capacity);
     const double unit = std::ldexp(1.0, -static_cast<int>(v.unit_shift));
     const double largest = replay::leaf_mass(v, v.priority_limit);
     EXPECT_LE(static_cast<double>(capacity) * largest, std::ldexp(1.0, 53) * unit) << capacity;

@@ -271,6 +271,18 @@ __device__ inline T lanes32_extreme(T value) {
 #endif
 }
 
+// Bitwise OR over groups of 32 lanes, as lanes32_extreme.
+__device__ inline unsigned int lanes32_or(unsigned int value) {
+#if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_or_sync(redline::gpu::kFullLaneMask, value);
+#else
+  for (int offset = 16; offset > 0; offset /= 2) {
+    value |= __shfl_xor_sync(redline::gpu::kFullLaneMask, value, offset, 32);
+  }
+  return value;
+#endif
+}
+
 // ---- the min tree's top mins and counts ---------------------------------------------------------
 // A block settles the top nodes its leaf changes touch (tree_top_touched) in three steps, one
 // barrier apart, in shared memory: (1) each touched node's new min, the smallest of its min before
@@ -904,7 +916,6 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       new_leaf = idx_ok && p_ok && old_leaf > 0.0 ? mass : 0.0;
       if (top_mins && new_leaf > 0.0) {  // every occurrence, so the batch's kinds are a superset
         top_kind = top_kind_of(old_leaf, new_leaf, top_min, top_count, batch);
-        if (top_kind != 0) atomicOr(&block_top_kinds, top_kind);
       }
 
     } else if (checkers && i >= first_checker && i < first_checker + batch) {
@@ -915,6 +926,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     for (int64_t j = threadIdx.x; j < batch; j += blockDim.x) {
       check(j, indices[j], priorities[j], LLONG_MAX);
     }
+  }
+  // The batch's kinds: one shared atomic per 32 lanes (most of a batch's changes have a kind in
+  // the bench, and one atomic per thread on the same word serializes before the barrier).
+  if (top_mins) {
+    const unsigned int group_kinds = lanes32_or(top_kind);
+    if (threadIdx.x % 32 == 0 && group_kinds != 0) atomicOr(&block_top_kinds, group_kinds);
   }
   // Whole warps: the index threads' warps skip this where checkers serve them.
   if (!checkers || static_cast<int>(threadIdx.x) >= first_checker) {
@@ -1031,8 +1048,13 @@ void sample(const ReplayView& v, int64_t batch, double beta, const float* beta_d
 void update(const ReplayView& v, int64_t batch, const int64_t* indices, const float* priorities,
             void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  launch_chained(update_kernel, 1, threads_for(batch * kUpdateLanes, kMaxThreads), 0, s, v, batch,
-                 indices, priorities);
+  // Staged batches: a thread per index and, in the warps after them, a checker per index; larger
+  // batches: kUpdateLanes threads per index for the level walk.
+  const int64_t warps = (batch + redline::gpu::kWarpSize - 1) / redline::gpu::kWarpSize;
+  const int64_t work =
+      batch <= kStagedIndices ? warps * redline::gpu::kWarpSize + batch : batch * kUpdateLanes;
+  launch_chained(update_kernel, 1, threads_for(work, kMaxThreads), 0, s, v, batch, indices,
+                 priorities);
 }
 
 }  // namespace redline::rl::replay::gpu

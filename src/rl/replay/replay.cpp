@@ -199,7 +199,7 @@ ReplayMemory::ReplayMemory(const ReplayConfig& config)
   v.gamma = config.gamma;
   v.alpha = config.alpha;
   v.priority_limit = config.priority_limit;
-  v.unit_shift = replay::mass_unit_shift(config.capacity, config.alpha, config.priority_limit);
+  replay::set_mass_grid(v, config.capacity);
   v.prioritized = config.prioritized;
   v.pad_zeros = config.padding == FramePadding::zeros;
   v.obs_elem = static_cast<int>(dtype_size(config.obs_dtype));

@@ -402,8 +402,10 @@ struct ReplayView {
   double gamma = 0.99;
   double alpha = 1.0;
   // Masses are multiples of 2^-unit_shift (leaf_mass); priorities above priority_limit count as
-  // priority_limit. See mass_unit_shift.
+  // priority_limit. See mass_unit_shift; set_mass_grid sets these three.
   int64_t unit_shift = 0;
+  double mass_scale = 1.0;  // 2^unit_shift
+  double mass_unit = 1.0;   // 2^-unit_shift
   double priority_limit = 1.0;
   bool prioritized = false;
   bool pad_zeros = false;
@@ -439,8 +441,8 @@ REDLINE_HD inline int64_t wrap_row(int64_t row, int64_t rows) {
 // its ancestors with atomic adds and still gives the CPU's bits. Scaling by powers of two is exact.
 REDLINE_HD inline double leaf_mass(const ReplayView& v, double p) {
   const double m = priority_power(p < v.priority_limit ? p : v.priority_limit, v.alpha);
-  const double units = rint(times_power_of_two(m, v.unit_shift));
-  return times_power_of_two(units > 1.0 ? units : 1.0, -v.unit_shift);
+  const double units = rint(m * v.mass_scale);  // exact, as times_power_of_two would be
+  return (units > 1.0 ? units : 1.0) * v.mass_unit;
 }
 
 // The unit of a memory's masses: the largest 2^-s for which capacity leaves of the largest mass
@@ -453,6 +455,13 @@ inline int64_t mass_unit_shift(int64_t capacity, double alpha, double priority_l
   const double fraction = std::frexp(largest, &bits);  // largest = fraction * 2^bits
   if (fraction == 0.5) bits -= 1;                      // an exact power of two needs no more
   return 53 - bits;
+}
+
+// Sets a view's grid: unit_shift and the two scales leaf_mass multiplies by.
+inline void set_mass_grid(ReplayView& v, int64_t capacity) {
+  v.unit_shift = mass_unit_shift(capacity, v.alpha, v.priority_limit);
+  v.mass_scale = std::ldexp(1.0, static_cast<int>(v.unit_shift));
+  v.mass_unit = std::ldexp(1.0, -static_cast<int>(v.unit_shift));
 }
 
 // The leaf value of a transition that becomes sampleable.
