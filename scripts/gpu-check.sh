@@ -69,7 +69,7 @@ if want sanitize; then
       timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
         --print-limit 20 "$t" \
         --gtest_filter='*Gpu*:*GPU*:*gpu*:-*HundredMillion*:*BeyondDeviceMemory*' >"$l" 2>&1
-      log "  $tool $(basename "$t"): exit $? ($(grep -E 'ERROR SUMMARY' "$l" | tail -1)," \
+      log "  $tool $(basename "$t"): exit $? ($(grep -E '(ERROR|RACECHECK|SYNCCHECK) SUMMARY' "$l" | tail -1 || true)," \
         "$(grep -cE '^\[       OK \]' "$l") tests passed)"
     done
   done

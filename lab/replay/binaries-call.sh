@@ -9,7 +9,7 @@
 # files from $OUT).
 # lab/replay/build-binaries.sh builds such folders from patches.
 # SANITIZE="memcheck racecheck synccheck" (optional) first runs the mainline's GPU replay tests
-# under each of compute-sanitizer's tools (120 s each at most).
+# under each of compute-sanitizer's tools (SANITIZE_TIMEOUT seconds each, default 240).
 # Usage: BINS="out/bin/main out/bin/va" OUT=dir [TESTS=gtest-filter] [TESTED="out/bin/va"]
 #        [SANITIZE=tools] lab/replay/binaries-call.sh
 set -uo pipefail
@@ -38,9 +38,10 @@ for b in "${builds[@]}"; do
 done
 for tool in ${SANITIZE:-}; do
   l="$OUT/sanitize-$tool.log"
-  timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+  timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
     --print-limit 20 "${builds[0]}/test_replay" --gtest_filter="$TESTS" >"$l" 2>&1
-  say "$(basename "${builds[0]}") $tool: exit $? ($(grep -E 'ERROR SUMMARY' "$l" | tail -1)," \
+  # A run stopped by the time limit may still exit 0, with no summary line.
+  say "$(basename "${builds[0]}") $tool: exit $? ($(grep -E '(ERROR|RACECHECK|SYNCCHECK) SUMMARY' "$l" | tail -1 || true)," \
     "$(grep -cE '^\[       OK \]' "$l") tests passed)"
 done
 read -r -a tested <<<"${TESTED:-${builds[*]:1}}"
