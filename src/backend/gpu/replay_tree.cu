@@ -344,6 +344,9 @@ __device__ inline void top_step_store(const ReplayView& v, TopScratch& t, int64_
   }
 }
 
+// Leaves each thread of a rescan loads before it folds any of them.
+constexpr int kRescanAhead = 8;
+
 // Sets each marked node's min and count from its leaves (after the block's leaf writes and a
 // barrier). Every thread of the block calls it. Rare: see tree_min_nodes.
 __device__ void rescan_tops(const ReplayView& v, const unsigned int* rescan) {
@@ -359,11 +362,22 @@ __device__ void rescan_tops(const ReplayView& v, const unsigned int* rescan) {
       int64_t first = 0, end = 0;
       tree_top_leaves(v.tree, top, &first, &end);
       unsigned int m = kFloatInfBits, c = 0;
-      for (int64_t j = first + threadIdx.x; j < end; j += blockDim.x) {
-        const double mass = v.sum[leaf0 + j];
-        const unsigned int x = __float_as_uint(tree_leaf_min(mass));
-        c = mass > 0.0 ? (x < m ? 1u : c + (x == m ? 1u : 0u)) : c;
-        m = mass > 0.0 ? min(m, x) : m;
+      // kRescanAhead leaves per thread and round, loaded before any is folded: with one load in
+      // flight per thread, each leaf a thread reads costs a round trip.
+      const int64_t stride = blockDim.x;
+      for (int64_t j0 = first + threadIdx.x; j0 < end; j0 += stride * kRescanAhead) {
+        double mass[kRescanAhead];
+#pragma unroll
+        for (int k = 0; k < kRescanAhead; ++k) {
+          const int64_t j = j0 + k * stride;
+          mass[k] = j < end ? v.sum[leaf0 + j] : 0.0;
+        }
+#pragma unroll
+        for (int k = 0; k < kRescanAhead; ++k) {
+          const unsigned int x = __float_as_uint(tree_leaf_min(mass[k]));
+          c = mass[k] > 0.0 ? (x < m ? 1u : c + (x == m ? 1u : 0u)) : c;
+          m = mass[k] > 0.0 ? min(m, x) : m;
+        }
       }
       // Over 32 lanes: the smallest min, then the counts of the lanes that hold it.
       const unsigned int lm = lanes32_extreme<false>(m);
