@@ -1,6 +1,13 @@
 // CUDA runtime names mapped to HIP, so the .cu files in src/backend/gpu/ build with hipcc as is.
 #pragma once
 
+// HIP's own *_sync shuffles and ballots (opt-in in ROCm 6.2 and 6.3, on by default from 6.4) check
+// their 64-bit mask with a loop and a ballot on every call. A wavefront runs in lockstep and
+// redline's warp code passes the full mask only, so they stay off, and the CUDA spellings map to
+// the mask-less shuffles below on every ROCm.
+#ifndef HIP_DISABLE_WARP_SYNC_BUILTINS
+#define HIP_DISABLE_WARP_SYNC_BUILTINS 1
+#endif
 #include <hip/hip_runtime.h>
 
 #define cudaError_t hipError_t
@@ -86,12 +93,9 @@
 #define cudaFuncAttributes hipFuncAttributes
 #define cudaFuncGetAttributes hipFuncGetAttributes
 
-// HIP's shuffles take 64-bit masks and ignore them; the *_sync spellings exist only in newer HIP.
-#if !defined(HIP_VERSION_MAJOR) || \
-    (HIP_VERSION_MAJOR < 6 || (HIP_VERSION_MAJOR == 6 && HIP_VERSION_MINOR < 2))
+// The CUDA spellings of the warp shuffles and ballot, on the mask-less HIP ones (see the top).
 #define __shfl_xor_sync(mask, var, lane, width) __shfl_xor((var), (lane), (width))
 #define __shfl_down_sync(mask, var, delta, width) __shfl_down((var), (delta), (width))
 #define __shfl_sync(mask, var, lane, width) __shfl((var), (lane), (width))
 #define __shfl_up_sync(mask, var, delta, width) __shfl_up((var), (delta), (width))
 #define __ballot_sync(mask, predicate) __ballot(predicate)
-#endif
