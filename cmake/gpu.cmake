@@ -94,5 +94,10 @@ function(redline_add_gpu_sources target sources)
     endif()
     target_compile_definitions(${target} PUBLIC REDLINE_HAS_GPU=1 REDLINE_GPU_VENDOR="hip"
                                                 __HIP_PLATFORM_AMD__=1)
+    # RDNA compiles 32-lane wavefronts unless told otherwise; clang from ROCm 7.2 no longer says which
+    # in a macro, so src/backend/gpu/vendor/gpu.h reads this one (the probe checks it at run time).
+    if(CMAKE_HIP_FLAGS MATCHES "-mwavefrontsize64")
+      target_compile_definitions(${target} PRIVATE REDLINE_WAVE64=1)
+    endif()
   endif()
 endfunction()

@@ -22,6 +22,9 @@ int cuda_toolkit_major();
 // when the binary has no code the device can run (cudaErrorNoKernelImageForDevice,
 // hipErrorNoBinaryForGpu) or the driver cannot compile its PTX.
 bool kernel_image_loads(int index, std::string* error);
+// The lanes per warp or wavefront redline's kernels were compiled for (kWarpSize), and the lanes
+// a kernel of this binary runs with on device `index` (its warpSize, read by a launch).
+void wave_sizes(int index, int* compiled_lanes, int* device_lanes);
 
 // ---- smoke tests --------------------------------------------------------------------------------
 

@@ -29,6 +29,10 @@ bool kernel_image_loads(int, std::string* error) {
   return false;
 }
 
+void wave_sizes(int index, int*, int*) {
+  REDLINE_FAIL("gpu:{} cannot be queried: {}", index, kNoBackend);
+}
+
 SmokeReport run_smoke(int index, const SmokeOptions&) {
   SmokeReport report;
   report.device = index;

@@ -359,6 +359,11 @@ bool gpu_usable(int index, std::string* why) {
               "{} cannot load redline's kernels ({}); {}", device_label(index, info.name),
               load_error,
               c.fix.empty() ? format("this binary was built for {}", REDLINE_GPU_ARCHS) : c.fix);
+        } else {
+          int compiled = 0, lanes = 0;
+          gpu::wave_sizes(index, &compiled, &lanes);
+          const std::string mismatch = wave_size_mismatch(compiled, lanes);
+          if (!mismatch.empty()) reason = device_label(index, info.name) + ": " + mismatch;
         }
       }
     } catch (const std::exception& e) {

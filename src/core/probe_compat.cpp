@@ -474,4 +474,12 @@ double GpuInfo::peak_memory_gbps() const {
   return 2.0 * memory_clock_mhz * 1e6 * (memory_bus_width_bits / 8.0) / 1e9;
 }
 
+std::string wave_size_mismatch(int compiled_lanes, int device_lanes) {
+  if (compiled_lanes == device_lanes) return {};
+  return format(
+      "redline's kernels were compiled for {}-lane wavefronts but run with {} lanes on this "
+      "device; rebuild {} -mwavefrontsize64 in CMAKE_HIP_FLAGS (cmake/gpu.cmake reads it there)",
+      compiled_lanes, device_lanes, device_lanes == 64 ? "with" : "without");
+}
+
 }  // namespace redline

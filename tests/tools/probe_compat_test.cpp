@@ -195,6 +195,18 @@ TEST(Compatibility, CpuOnlyBuildSaysHowToGetAGpu) {
   EXPECT_TRUE(contains(c.fix, "cmake --preset cuda")) << c.fix;
 }
 
+TEST(WaveSize, MismatchIsOneSentenceWithTheFix) {
+  EXPECT_EQ(wave_size_mismatch(32, 32), "");
+  EXPECT_EQ(wave_size_mismatch(64, 64), "");
+  const std::string to64 = wave_size_mismatch(32, 64);
+  EXPECT_TRUE(contains(to64, "compiled for 32-lane wavefronts but run with 64")) << to64;
+  EXPECT_TRUE(contains(to64, "rebuild with -mwavefrontsize64")) << to64;
+  expect_one_sentence(to64);
+  const std::string to32 = wave_size_mismatch(64, 32);
+  EXPECT_TRUE(contains(to32, "rebuild without -mwavefrontsize64")) << to32;
+  expect_one_sentence(to32);
+}
+
 TEST(Capabilities, FromTheArchitecture) {
   Capabilities c = capabilities_for_arch("sm_90");
   EXPECT_TRUE(c.fp16 && c.bf16 && c.tf32 && c.fp8);

@@ -77,6 +77,11 @@ struct Compatibility {
 Compatibility check_compatibility(std::string_view vendor, std::string_view device_arch,
                                   std::string_view built, int cuda_toolkit_major = 0);
 
+// Empty when the kernels were compiled for the lanes per warp or wavefront the device runs them
+// with; otherwise one sentence with the fix. The kernels' shuffles and ballots assume their
+// compiled width, so a mismatch would give wrong results with no error.
+std::string wave_size_mismatch(int compiled_lanes, int device_lanes);
+
 // ---- capabilities -------------------------------------------------------------------------------
 
 struct Capabilities {

@@ -13,6 +13,13 @@ namespace {
 // The smallest kernel there is: loading it proves the binary carries code for the device.
 __global__ void probe_kernel(int* flag) { *flag = 1; }
 
+// The lanes this binary's kernels were compiled for (the device pass's kWarpSize; the host pass
+// has its own) and the lanes they run with on the device (32 or 64 on RDNA, as compiled).
+__global__ void wave_size_kernel(int* lanes) {  // lanes: (2,)
+  lanes[0] = kWarpSize;
+  lanes[1] = warpSize;
+}
+
 int attribute(cudaDeviceAttr attr, int index) {
   int value = -1;
   if (cudaDeviceGetAttribute(&value, attr, index) != cudaSuccess) {
@@ -115,6 +122,27 @@ bool kernel_image_loads(int index, std::string* error) {
   }
   (void)cudaGetLastError();  // not sticky: clear it so later calls do not see it
   return false;
+}
+
+void wave_sizes(int index, int* compiled_lanes, int* device_lanes) {
+  int previous = 0;
+  GPU_CHECK(cudaGetDevice(&previous));
+  GPU_CHECK(cudaSetDevice(index));
+  int* lanes = nullptr;
+  int values[2] = {0, 0};
+  cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&lanes), sizeof values);
+  if (status == cudaSuccess) {
+    wave_size_kernel<<<1, 1>>>(lanes);
+    status = cudaGetLastError();
+    if (status == cudaSuccess) {
+      status = cudaMemcpy(values, lanes, sizeof values, cudaMemcpyDeviceToHost);
+    }
+    (void)cudaFree(lanes);
+  }
+  (void)cudaSetDevice(previous);
+  GPU_CHECK(status);
+  *compiled_lanes = values[0];
+  *device_lanes = values[1];
 }
 
 }  // namespace redline::gpu

@@ -22,11 +22,18 @@ namespace redline::gpu {
 inline constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
 #elif defined(__HIP_DEVICE_COMPILE__) && defined(__GFX9__)
 inline constexpr int kWarpSize = 64;  // GFX9 (CDNA, Vega) has 64-lane wavefronts only
+#elif defined(__HIP_DEVICE_COMPILE__) && \
+    (defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__))
+// ROCm 7.2's clang no longer defines the wave-size macro. RDNA compiles 32-lane wavefronts unless
+// -mwavefrontsize64 is given, which cmake/gpu.cmake turns into REDLINE_WAVE64. The device probe
+// (gpu::wave_sizes, src/backend/gpu/probe.cu) refuses a device where a kernel's warpSize differs.
+#if defined(REDLINE_WAVE64)
+inline constexpr int kWarpSize = 64;
+#else
+inline constexpr int kWarpSize = 32;
+#endif
 #elif defined(__HIP_DEVICE_COMPILE__)
-// Newer clang drops the wave-size macro. RDNA runs 32 or 64 lanes (-mwavefrontsize64), and a
-// guess would give wrong samples with no error, so the build stops instead.
-#error \
-    "this hipcc defines no __AMDGCN_WAVEFRONT_SIZE for an RDNA target; build with a ROCm whose clang does, or -D__AMDGCN_WAVEFRONT_SIZE=32 (64 with -mwavefrontsize64)"
+#error "redline knows the wavefront size of GFX9, GFX10, GFX11 and GFX12 targets only"
 #else
 inline constexpr int kWarpSize = 64;  // host pass: the widest; query the device for the truth
 #endif
