@@ -537,6 +537,102 @@ TEST(GpuReplay, BackToBackSampleAndUpdateMatchCpu) {
   EXPECT_EQ(cpu.min_tree_counts_host(), gpu.min_tree_counts_host());
 }
 
+// update_and_sample_into (one launch on sm_90: block 0 updates, a cluster barrier, every block
+// draws) against the CPU's update then sample: each eager round compared, with the update's
+// indices either the sample being overwritten (sorted, aliased with the output) or a reversed copy
+// with a duplicate (unsorted: the hash path); a batch of 200 (two launches); then a captured chain
+// of rounds, compared at the end with the trees. Two capacities: 4 and 5 stored levels.
+void run_update_and_sample(int64_t envs, int64_t rows) {
+  SCOPED_TRACE(::testing::Message() << envs * rows << " slots");
+  FilledTwins twins(envs, rows, 23, 5);
+  ReplayMemory &cpu = twins.cpu, &gpu = twins.gpu;
+  const Tensor beta_gpu = Tensor::full({1}, 0.4, DType::f32, kGpu);
+  const Tensor beta_cpu = Tensor::full({1}, 0.4, DType::f32);
+  const auto priorities = [](int r, int64_t n) {
+    std::vector<float> p(static_cast<size_t>(n));
+    for (size_t i = 0; i < p.size(); ++i) {
+      p[i] = 0.05f + static_cast<float>((r * 37 + static_cast<int>(i) * 13) % 89) * 0.11f;
+    }
+    return p;
+  };
+  ReplaySample cs = cpu.sample(128, beta_cpu), gs;
+  gpu.sample_into(128, beta_gpu, gs);
+  int64_t mismatched = 0;
+  constexpr int kEager = 60;
+  for (int r = 0; r < kEager; ++r) {
+    const int64_t batch = r == 30 ? 200 : 128;
+    const std::vector<float> p = priorities(r, cs.indices.shape(0));
+    const Tensor pc = Tensor::from_host(p, {cs.indices.shape(0)});
+    const Tensor pg = Tensor::from_host(p, {cs.indices.shape(0)}, kGpu);
+    if (r % 3 == 2) {  // unsorted, with a duplicate: the update's own tensor
+      std::vector<int64_t> idx = cs.indices.to_vector<int64_t>();
+      std::reverse(idx.begin(), idx.end());
+      idx[5] = idx[9];
+      const int64_t n = static_cast<int64_t>(idx.size());
+      cpu.update_and_sample_into(Tensor::from_host(idx, {n}), pc, batch, beta_cpu, cs);
+      gpu.update_and_sample_into(Tensor::from_host(idx, {n}, kGpu), pg, batch, beta_gpu, gs);
+    } else {
+      cpu.update_and_sample_into(cs.indices, pc, batch, beta_cpu, cs);
+      gpu.update_and_sample_into(gs.indices, pg, batch, beta_gpu, gs);
+    }
+    if (cs.indices.to_vector<int64_t>() != gs.indices.to_vector<int64_t>() ||
+        !weights_equal(cs.weights, gs.weights)) {
+      ++mismatched;
+    }
+  }
+  gpu.check_errors();
+  EXPECT_EQ(mismatched, 0) << "of " << kEager << " eager rounds";
+  EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
+  // A captured chain: the priorities made up front.
+  constexpr int kCaptured = 100;
+  std::vector<Tensor> pc, pg;
+  for (int r = 0; r < kCaptured; ++r) {
+    pc.push_back(Tensor::from_host(priorities(1000 + r, 128), {128}));
+    pg.push_back(Tensor::from_host(priorities(1000 + r, 128), {128}, kGpu));
+  }
+  gpu.update_and_sample_into(gs.indices, pg[0], 128, beta_gpu, gs);  // gs is (128,) from here on
+  cpu.update_and_sample_into(cs.indices, pc[0], 128, beta_cpu, cs);
+  StepGraph graph(kGpu);
+  graph.capture([&] {
+    for (int r = 1; r < kCaptured; ++r)
+      gpu.update_and_sample_into(gs.indices, pg[r], 128, beta_gpu, gs);
+  });
+  graph.replay();
+  gpu.check_errors();
+  for (int r = 1; r < kCaptured; ++r)
+    cpu.update_and_sample_into(cs.indices, pc[r], 128, beta_cpu, cs);
+  EXPECT_EQ(cs.indices.to_vector<int64_t>(), gs.indices.to_vector<int64_t>());
+  EXPECT_TRUE(weights_equal(cs.weights, gs.weights));
+  EXPECT_EQ(cpu.sum_tree_host(), gpu.sum_tree_host());
+  EXPECT_EQ(cpu.min_tree_host(), gpu.min_tree_host());
+  EXPECT_EQ(cpu.min_tree_counts_host(), gpu.min_tree_counts_host());
+  EXPECT_EQ(cpu.max_priority(), gpu.max_priority());
+  testing::expect_tree_invariants(gpu.sum_tree_host(), gpu.min_tree_host(),
+                                  gpu.tree_level_offsets(), envs * rows,
+                                  gpu.min_tree_counts_host());
+}
+
+TEST(GpuReplay, UpdateAndSampleMatchesCpu) {
+  REDLINE_REQUIRE_GPU();
+  run_update_and_sample(4096, 64);
+  run_update_and_sample(1000, 1100);
+}
+
+// A fault in the update of update_and_sample_into: raised in one sentence, the tree untouched.
+TEST(GpuReplay, UpdateAndSampleFaultIsOneSentence) {
+  REDLINE_REQUIRE_GPU();
+  FilledTwins twins(256, 16, 3, 7);
+  ReplayMemory& m = twins.gpu;
+  const auto before = m.sum_tree_host();
+  ReplaySample s;
+  m.update_and_sample_into(Tensor::from_host<int64_t>({1, 2, 3}, {3}, kGpu),
+                           Tensor::from_host<float>({1.0f, NAN, 2.0f}, {3}, kGpu), 16,
+                           Tensor::full({1}, 0.4, DType::f32, kGpu), s);
+  expect_error([&] { m.check_errors(); },
+               "update_priorities got priority nan at position 1 of the batch");
+  EXPECT_EQ(m.sum_tree_host(), before);
+}
+
 // Samples enqueued back to back, nothing between them (eager, then captured), each draw afresh: a
 // GPU sample reads the Philox offset before the kernel ahead of it has finished, which is safe only
 // because a sample advances the offset before it lets later kernels start. A sample whose device
