@@ -75,7 +75,7 @@ struct Row {
   int64_t capacity;
   size_t bytes;
   double fill_s;
-  double eager_us, graph_us, gather_us, sample_us, update_us, fused_us;
+  double eager_us, graph_us, gather_us, sample_us, update_us;
   // --save: seconds, file bytes, and whether the loaded memory sampled as the saved one did.
   double save_s = 0, load_s = 0;
   uintmax_t file_bytes = 0;
@@ -189,12 +189,6 @@ Row run(Device dev, int64_t capacity, bool atari, const std::string& save_dir) {
       m.update_priorities(smp.indices, pri);
     }
   };
-  // The same operations as update_and_sample_into: each update with the sample after it (one
-  // launch where the GPU has clusters), as a training loop pairs them.
-  const auto ops_fused = [&] {
-    for (int i = 0; i < kOps; ++i)
-      m.update_and_sample_into(smp.indices, pri, bench_batch, beta, smp);
-  };
   const auto samples = [&] {
     for (int i = 0; i < kOps; ++i) m.sample_into(bench_batch, beta, smp);
   };
@@ -202,17 +196,15 @@ Row run(Device dev, int64_t capacity, bool atari, const std::string& save_dir) {
     for (int i = 0; i < kOps; ++i) m.update_priorities(smp.indices, pris[i % pris.size()]);
   };
   row.eager_us = time_ms(dev, ops) * 1000.0 / kOps;
-  StepGraph g1(dev), g2(dev), g3(dev), g4(dev), g5(dev);
+  StepGraph g1(dev), g2(dev), g3(dev), g4(dev);
   g1.capture(ops);
   g2.capture(ops_gather);
   g3.capture(samples);
   g4.capture(updates);
-  g5.capture(ops_fused);
   row.sample_us = time_ms(dev, [&] { g3.replay(); }) * 1000.0 / kOps;
   row.update_us = time_ms(dev, [&] { g4.replay(); }) * 1000.0 / kOps;
   row.graph_us = time_ms(dev, [&] { g1.replay(); }) * 1000.0 / kOps;
   row.gather_us = time_ms(dev, [&] { g2.replay(); }) * 1000.0 / kOps;
-  row.fused_us = time_ms(dev, [&] { g5.replay(); }) * 1000.0 / kOps;
   m.check_errors();
   if (!save_dir.empty()) save_and_load(m, c, save_dir, pris, beta, &row);
   return row;
@@ -266,19 +258,17 @@ int main(int argc, char** argv) {
       static_cast<long long>(bench_batch), static_cast<long long>(bench_batch), kRepeats, kOps);
   std::printf(
       "| capacity | memory MiB | fill s | eager us/op | eager ops/s | graph us/op | graph "
-      "ops/s | graph +gather us/op | sample us | update us | update+sample us/op | ops/s |\n");
-  std::printf(
-      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+      "ops/s | graph +gather us/op | sample us | update us |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   std::vector<Row> saved;
   for (int64_t capacity : capacities) {
     try {
       const Row r = run(dev, capacity, atari, save_dir);
       if (!save_dir.empty()) saved.push_back(r);
-      std::printf(
-          "| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f |\n",
-          static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20), r.fill_s,
-          r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us, r.gather_us, r.sample_us,
-          r.update_us, r.fused_us, 1e6 / r.fused_us);
+      std::printf("| %lld | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f |\n",
+                  static_cast<long long>(r.capacity), static_cast<double>(r.bytes) / (1 << 20),
+                  r.fill_s, r.eager_us, 1e6 / r.eager_us, r.graph_us, 1e6 / r.graph_us, r.gather_us,
+                  r.sample_us, r.update_us);
       std::printf(
           "RESULT replay device=%s capacity=%lld batch=%lld eager_ops_per_s=%.0f "
           "graph_ops_per_s=%.0f\n",

@@ -171,15 +171,6 @@ __device__ inline void allow_next_grid() {
 #endif
 }
 
-// Every thread of every block of the cluster arrives, with release semantics, and waits, with
-// acquire semantics: what a block wrote before it (global memory included) is visible to every
-// block after it. sm_90 and later; update_sample_kernel is launched as a cluster only there.
-__device__ inline void cluster_barrier() {
-#if !REDLINE_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-#endif
-}
-
 // Reads one word of each 64-byte line of the view, for one thread of the block, before the wait
 // for the kernel ahead. Each launch's parameters are new to every SM's constant cache, and the
 // first reads after the wait (the tree's pointers, the top's size, the level offsets) would
@@ -614,23 +605,9 @@ __device__ inline void load_top(const ReplayView& v, int j, int h, int draw_lane
 // loads the top level whole and derives the two unstored levels above it (the rows' sums, then the
 // total and the smallest leaf) by shuffles in tree_combine's order, so a tree of L stored levels
 // costs 1 + ceil((L - 1) / 2) dependent loads (three from 1e5 to 1e7).
-struct UpdateShared;
-struct UpdateArgs {
-  int64_t batch;
-  const int64_t* indices;
-  const float* priorities;
-};
-__device__ __forceinline__ void update_begin(const ReplayView& v, UpdateShared& s, bool warm);
-__device__ __forceinline__ void update_after_wait(const ReplayView& v, UpdateShared& s,
-                                                  const UpdateArgs& a);
-
-// The sample's body. kAfterUpdate (update_sample_kernel): after the wait, block 0 applies the
-// update `upd` and the cluster's blocks meet at a cluster barrier before any draw reads the tree.
-template <bool kAfterUpdate>
-__device__ __forceinline__ void sample_body(const ReplayView& v, int64_t batch, double beta,
-                                            const float* beta_device, int64_t* indices,
-                                            float* weights, UpdateShared* upd_shared,
-                                            const UpdateArgs& upd) {
+__global__ void __launch_bounds__(kSampleThreads)
+    sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
+                  int64_t* indices, float* weights) {  // indices, weights: (batch,)
   __shared__ uint64_t base_offset;
   const int levels = v.tree.levels;
   const int draw_lane = static_cast<int>(threadIdx.x) % kDrawLanes;
@@ -663,15 +640,7 @@ __device__ __forceinline__ void sample_body(const ReplayView& v, int64_t batch, 
     }
     allow_next_grid();  // the block's first trigger counts, so only this thread triggers
   }
-  if constexpr (kAfterUpdate) {
-    if (blockIdx.x == 0) update_begin(v, *upd_shared, false);
-    __syncthreads();
-  }
   wait_for_previous_grid();
-  if constexpr (kAfterUpdate) {
-    if (blockIdx.x == 0) update_after_wait(v, *upd_shared, upd);
-    cluster_barrier();
-  }
   // The top level: every draw reads it, so that every draw derives the same total.
   const double b = beta_device != nullptr ? static_cast<double>(*beta_device) : beta;
   double grand[kAheadRows], row_sum = 0.0;
@@ -771,12 +740,6 @@ __device__ __forceinline__ void sample_body(const ReplayView& v, int64_t batch, 
   } else if (empty) {
     report_fault(v.fault, kFaultEmpty, 0, 0.0);
   }
-}
-
-__global__ void __launch_bounds__(kSampleThreads)
-    sample_kernel(ReplayView v, int64_t batch, double beta, const float* beta_device,
-                  int64_t* indices, float* weights) {  // indices, weights: (batch,)
-  sample_body<false>(v, batch, beta, beta_device, indices, weights, nullptr, UpdateArgs{});
 }
 
 // 1 when a position after i in scan (kUpdateLanes lanes, each every kUpdateLanes-th position)
@@ -888,47 +851,32 @@ __device__ inline void add_to_ancestors(const ReplayView& v, int64_t slot, doubl
 // otherwise. Every instruction before that barrier is paid once per update: three reductions and
 // their shared atomics there cost 0.12-0.19 µs per pair, and one more load and reduction 0.29 µs
 // per update.
-// The block's shared state (update_kernel's, or block 0's in update_sample_kernel).
-struct UpdateShared {
-  int bad_index;  // first bad position in the batch, or INT_MAX
-  int bad_priority;
-  unsigned int max_bits;  // positive floats order like their bits
-  unsigned long long slot_index[kLastSlots];
-  int slot_last[kLastSlots];
-  TopScratch scratch;
-  unsigned int top_kinds;  // the TopKind bits of the batch's changes
-};
-
-// Sets the block's shared state up, before the wait for the kernel ahead (chained launch); a
-// barrier must follow. `warm`: also warm_parameters (update_sample_kernel's sample does that).
-__device__ __forceinline__ void update_begin(const ReplayView& v, UpdateShared& s, bool warm) {
-  if (threadIdx.x == 0) {
-    s.bad_index = INT_MAX;
-    s.bad_priority = INT_MAX;
-    s.max_bits = 0;
-    s.top_kinds = 0;
-    if (warm) warm_parameters(v);
-  }
-  top_scratch_clear(s.scratch);
-}
-
-// The update after the wait. Every thread of the block calls it.
-__device__ __forceinline__ void update_after_wait(const ReplayView& v, UpdateShared& s,
-                                                  const UpdateArgs& a) {
-  const int64_t batch = a.batch;
-  const int64_t* indices = a.indices;  // indices, priorities: (batch,)
-  const float* priorities = a.priorities;
-  int& block_bad_index = s.bad_index;
-  int& block_bad_priority = s.bad_priority;
-  unsigned int& block_max_bits = s.max_bits;
-  unsigned long long* slot_index = s.slot_index;
-  int* slot_last = s.slot_last;
-  TopScratch& scratch = s.scratch;
-  unsigned int& block_top_kinds = s.top_kinds;
+__global__ void __launch_bounds__(kMaxThreads, 1)
+    update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
+                  const float* priorities) {  // indices, priorities: (batch,)
+  allow_next_grid();
+  __shared__ int block_bad_index;  // first bad position in the batch, or INT_MAX
+  __shared__ int block_bad_priority;
+  __shared__ unsigned int block_max_bits;  // positive floats order like their bits
+  __shared__ unsigned long long slot_index[kLastSlots];
+  __shared__ int slot_last[kLastSlots];
+  __shared__ TopScratch scratch;
+  __shared__ unsigned int block_top_kinds;  // the TopKind bits of the batch's changes
   const bool use_staged = batch <= kStagedIndices;
   const int leaf_level = v.tree.levels - 1;
   const int64_t capacity = v.rows * v.envs;
   const int64_t leaf0 = v.tree.offset[leaf_level];
+  // The block's own shared state is set up while the kernel before finishes (chained launch).
+  if (threadIdx.x == 0) {
+    block_bad_index = INT_MAX;
+    block_bad_priority = INT_MAX;
+    block_max_bits = 0;
+    block_top_kinds = 0;
+    warm_parameters(v);
+  }
+  top_scratch_clear(scratch);
+  __syncthreads();
+  wait_for_previous_grid();  // before any global read: the indices may come from the kernel before
   const double max_before = threadIdx.x == 0 ? *v.max_priority : 0.0;  // read early, used last
   int bad_index = INT_MAX, bad_priority = INT_MAX;  // this thread's first bad positions
   // Whether a checked index is followed by a smaller one.
@@ -1092,49 +1040,6 @@ __device__ __forceinline__ void update_after_wait(const ReplayView& v, UpdateSha
   }
 }
 
-__global__ void __launch_bounds__(kMaxThreads, 1)
-    update_kernel(ReplayView v, int64_t batch, const int64_t* indices,
-                  const float* priorities) {  // indices, priorities: (batch,)
-  allow_next_grid();
-  __shared__ UpdateShared s;
-  update_begin(v, s, true);
-  __syncthreads();
-  wait_for_previous_grid();  // before any global read: the indices may come from the kernel before
-  update_after_wait(v, s, UpdateArgs{batch, indices, priorities});
-}
-
-// Update, then sample, in one launch: a cluster of kFusedBlocks blocks of kFusedThreads. Each block
-// makes its draws' Philox numbers before the wait, as sample_kernel does; after it, block 0 applies
-// the update while the others wait at a cluster barrier, and then every block draws. Against the
-// two launches, the barrier replaces a kernel boundary.
-constexpr int kFusedThreads = 512;
-constexpr int kFusedBlocks = 8;  // the largest portable cluster
-__global__ void __launch_bounds__(kFusedThreads)
-    update_sample_kernel(ReplayView v, int64_t upd_batch, const int64_t* upd_indices,
-                         const float* upd_priorities, int64_t batch, double beta,
-                         const float* beta_device, int64_t* indices, float* weights) {
-  __shared__ UpdateShared s;
-  sample_body<true>(v, batch, beta, beta_device, indices, weights, &s,
-                    UpdateArgs{upd_batch, upd_indices, upd_priorities});
-}
-
-// Whether update_sample_kernel can serve an update of upd_batch and a sample of batch on the
-// current device: sm_90 or later (chained launches and clusters), a staged update whose threads fit
-// one block, and every draw in the cluster.
-bool fused_supported(int64_t upd_batch, int64_t batch) {
-#if REDLINE_HIP
-  (void)upd_batch;
-  (void)batch;
-  return false;
-#else
-  const int64_t warps = (upd_batch + redline::gpu::kWarpSize - 1) / redline::gpu::kWarpSize;
-  const int64_t update_threads = warps * redline::gpu::kWarpSize + upd_batch;
-  return chained_launch_supported() && upd_batch >= 1 && upd_batch <= kStagedIndices &&
-         update_threads <= kFusedThreads && batch >= 1 &&
-         batch * kDrawLanes <= int64_t{kFusedBlocks} * kFusedThreads;
-#endif
-}
-
 }  // namespace
 
 void insert(const ReplayView& v, const InsertSource& src, void* stream) {
@@ -1164,35 +1069,6 @@ void update(const ReplayView& v, int64_t batch, const int64_t* indices, const fl
       batch <= kStagedIndices ? warps * redline::gpu::kWarpSize + batch : batch * kUpdateLanes;
   launch_chained(update_kernel, 1, threads_for(work, kMaxThreads), 0, s, v, batch, indices,
                  priorities);
-}
-
-bool update_then_sample(const ReplayView& v, int64_t upd_batch, const int64_t* upd_indices,
-                        const float* upd_priorities, int64_t batch, double beta,
-                        const float* beta_device, int64_t* indices, float* weights, void* stream) {
-  if (!fused_supported(upd_batch, batch)) {
-    update(v, upd_batch, upd_indices, upd_priorities, stream);
-    sample(v, batch, beta, beta_device, indices, weights, stream);
-    return false;
-  }
-#if !REDLINE_HIP
-  cudaLaunchAttribute attributes[2]{};
-  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[0].val.programmaticStreamSerializationAllowed = 1;
-  attributes[1].id = cudaLaunchAttributeClusterDimension;
-  attributes[1].val.clusterDim.x = kFusedBlocks;
-  attributes[1].val.clusterDim.y = 1;
-  attributes[1].val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kFusedBlocks);
-  config.blockDim = dim3(kFusedThreads);
-  config.dynamicSmemBytes = 0;
-  config.stream = static_cast<cudaStream_t>(stream);
-  config.attrs = attributes;
-  config.numAttrs = 2;
-  GPU_CHECK(cudaLaunchKernelEx(&config, update_sample_kernel, v, upd_batch, upd_indices,
-                               upd_priorities, batch, beta, beta_device, indices, weights));
-#endif
-  return true;
 }
 
 }  // namespace redline::rl::replay::gpu

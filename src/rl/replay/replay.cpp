@@ -321,8 +321,9 @@ void ReplayMemory::check_sample_args(int64_t batch) const {
                 batch, size(), config_.n_step);
 }
 
-void ReplayMemory::prepare_sample(int64_t batch, double beta, const Tensor* beta_tensor,
-                                  ReplaySample& out) const {
+void ReplayMemory::sample_impl(int64_t batch, double beta, const Tensor* beta_tensor,
+                               ReplaySample& out) {
+  raise_device_fault();
   check_sample_args(batch);
   const Device dev = config_.device;
   if (beta_tensor != nullptr) {
@@ -338,13 +339,6 @@ void ReplayMemory::prepare_sample(int64_t batch, double beta, const Tensor* beta
       out.weights.device() != dev || out.weights.dtype() != DType::f32) {
     out.weights = Tensor::empty({batch}, DType::f32, dev);
   }
-}
-
-void ReplayMemory::sample_impl(int64_t batch, double beta, const Tensor* beta_tensor,
-                               ReplaySample& out) {
-  raise_device_fault();
-  prepare_sample(batch, beta, beta_tensor, out);
-  const Device dev = config_.device;
   if (dev.is_cpu()) {
     const double b = beta_tensor != nullptr ? beta_tensor->contiguous().item() : beta;
     replay::cpu::sample(state_->view, batch, b, data_as<int64_t>(out.indices),
@@ -432,7 +426,8 @@ ReplayBatch ReplayMemory::sample_batch(int64_t batch, double beta) {
   return gather(sample(batch, beta));
 }
 
-void ReplayMemory::check_update_args(const Tensor& indices, const Tensor& priorities) const {
+void ReplayMemory::update_priorities(const Tensor& indices, const Tensor& priorities) {
+  raise_device_fault();
   REDLINE_CHECK(config_.prioritized,
                 "update_priorities needs a prioritized memory; this one samples uniformly "
                 "(set prioritized = true in its config)");
@@ -443,13 +438,6 @@ void ReplayMemory::check_update_args(const Tensor& indices, const Tensor& priori
   const Device dev = config_.device;
   check_vector(indices, "update_priorities' indices", batch, dev, {DType::i64});
   check_vector(priorities, "update_priorities' priorities", batch, dev, {DType::f32});
-}
-
-void ReplayMemory::update_priorities(const Tensor& indices, const Tensor& priorities) {
-  raise_device_fault();
-  check_update_args(indices, priorities);
-  const int64_t batch = indices.shape(0);
-  const Device dev = config_.device;
   if (batch == 0) return;
   const Tensor idx = indices.contiguous(), pri = priorities.contiguous();
   if (dev.is_cpu()) {
@@ -463,35 +451,6 @@ void ReplayMemory::update_priorities(const Tensor& indices, const Tensor& priori
     no_gpu_backend();
 #endif
   }
-}
-
-void ReplayMemory::update_and_sample_into(const Tensor& indices, const Tensor& priorities,
-                                          int64_t batch, const Tensor& beta, ReplaySample& out) {
-  const Device dev = config_.device;
-  if (dev.is_cpu()) {
-    update_priorities(indices, priorities);
-    sample_into(batch, beta, out);
-    return;
-  }
-#if REDLINE_HAS_GPU
-  raise_device_fault();
-  check_update_args(indices, priorities);
-  const int64_t upd_batch = indices.shape(0);
-  if (upd_batch == 0) {
-    sample_into(batch, beta, out);
-    return;
-  }
-  // The update's operands are taken before `out` is resized: its indices may be these.
-  const Tensor idx = indices.contiguous(), pri = priorities.contiguous();
-  prepare_sample(batch, 0.0, &beta, out);
-  gpu::set_device(dev.index);
-  replay::gpu::update_then_sample(state_->view, upd_batch, data_as<int64_t>(idx),
-                                  data_as<float>(pri), batch, 0.0, data_as<float>(beta),
-                                  data_as<int64_t>(out.indices), data_as<float>(out.weights),
-                                  stream_of(dev));
-#else
-  no_gpu_backend();
-#endif
 }
 
 std::vector<double> ReplayMemory::sum_tree_host() const {

@@ -47,12 +47,6 @@ void update(const ReplayView& v, int64_t batch, const int64_t* indices, const fl
             void* stream);
 void gather(const ReplayView& v, int64_t batch, const int64_t* indices, const GatherTarget& out,
             void* stream);
-// update, then sample, on one stream: one launch where the device allows it (sm_90 clusters, a
-// staged update, every draw in one cluster), the two launches otherwise. Returns whether it was
-// one.
-bool update_then_sample(const ReplayView& v, int64_t upd_batch, const int64_t* upd_indices,
-                        const float* upd_priorities, int64_t batch, double beta,
-                        const float* beta_device, int64_t* indices, float* weights, void* stream);
 // The data half of insert (frames, actions, rewards, flags), launched by insert.
 void insert_copy(const ReplayView& v, const InsertSource& src, void* stream);
 }  // namespace gpu

@@ -124,15 +124,6 @@ class ReplayMemory {
   // maximum priority, at which new transitions enter, grows with every priority given here.
   void update_priorities(const Tensor& indices, const Tensor& priorities);
 
-  // update_priorities(indices, priorities), then sample_into(batch, beta, out): a training loop's
-  // update of one batch and sample of the next. The same results as the two calls; on a GPU with
-  // thread-block clusters (sm_90 and later) it is one launch, for updates of up to 512 indices
-  // and samples of up to 128. `out` may be the sample whose indices are updated. If the update
-  // faults on the GPU (raised by the next call), the sample was still drawn, from the tree before
-  // the update.
-  void update_and_sample_into(const Tensor& indices, const Tensor& priorities, int64_t batch,
-                              const Tensor& beta, ReplaySample& out);
-
   // Raises, as a redline::Error, a fault that a GPU kernel found (a non-finite priority, an empty
   // memory, an index out of range, beta out of range). Kernels report through pinned host memory,
   // so every call also raises a fault already visible without synchronizing; this one waits for
@@ -173,10 +164,6 @@ class ReplayMemory {
   void raise_device_fault();
   void check_sample_args(int64_t batch) const;
   void sample_impl(int64_t batch, double beta, const Tensor* beta_tensor, ReplaySample& out);
-  // sample's checks, and out's tensors made where they do not fit.
-  void prepare_sample(int64_t batch, double beta, const Tensor* beta_tensor,
-                      ReplaySample& out) const;
-  void check_update_args(const Tensor& indices, const Tensor& priorities) const;
 
   ReplayConfig config_;
   int64_t rows_ = 0;         // R = capacity / num_envs
